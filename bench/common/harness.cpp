@@ -1,0 +1,876 @@
+// troupe benchmark harness: process isolation, statistics, table, JSON lines.
+#include "common/harness.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace bench {
+
+// -- params -------------------------------------------------------------------
+
+params& params::set(const std::string& key, std::int64_t value) {
+  for (auto& kv : kv_) {
+    if (kv.first == key) {
+      kv.second = value;
+      return *this;
+    }
+  }
+  kv_.emplace_back(key, value);
+  return *this;
+}
+
+std::int64_t params::get(const std::string& key) const {
+  for (auto& kv : kv_)
+    if (kv.first == key)
+      return kv.second;
+  throw std::logic_error("benchmark parameter '" + key + "' is not set");
+}
+
+std::int64_t params::get_or(const std::string& key,
+                            std::int64_t fallback) const {
+  for (auto& kv : kv_)
+    if (kv.first == key)
+      return kv.second;
+  return fallback;
+}
+
+bool params::has(const std::string& key) const {
+  for (auto& kv : kv_)
+    if (kv.first == key)
+      return true;
+  return false;
+}
+
+void check_eq(const std::string& what, std::int64_t expected,
+              std::int64_t got) {
+  if (expected != got)
+    throw std::runtime_error(what + ": expected " + std::to_string(expected)
+                             + ", got " + std::to_string(got));
+}
+
+// -- ready-made metrics -------------------------------------------------------
+
+metric wall_time_metric() {
+  return metric{"wall_s", "s", false,
+                [](const sample& s, const params&) { return s.wall_s; }};
+}
+
+metric rate_metric(std::string name, std::string unit,
+                   std::function<double(const params&)> count) {
+  return metric{std::move(name), std::move(unit), true,
+                [count](const sample& s, const params& p) {
+                  return count(p) / s.wall_s;
+                }};
+}
+
+metric ns_per_item_metric(std::string name, std::string unit,
+                          std::function<double(const params&)> count) {
+  return metric{std::move(name), std::move(unit), false,
+                [count](const sample& s, const params& p) {
+                  return s.wall_s * 1e9 / count(p);
+                }};
+}
+
+namespace {
+
+// -- small utilities ----------------------------------------------------------
+
+struct options {
+  int runs = 0; // 0: spec default
+  bool full = false;
+  bool quiet = false;
+  double timeout_s = 0; // 0: spec default
+  std::vector<std::string> impls;
+  std::string json_path;
+};
+
+double median(std::vector<double> xs) {
+  if (xs.empty())
+    return NAN;
+  std::sort(xs.begin(), xs.end());
+  auto n = xs.size();
+  return n % 2 == 1 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
+}
+
+double min_of(const std::vector<double>& xs) {
+  return xs.empty() ? NAN : *std::min_element(xs.begin(), xs.end());
+}
+
+double max_of(const std::vector<double>& xs) {
+  return xs.empty() ? NAN : *std::max_element(xs.begin(), xs.end());
+}
+
+std::string json_escape(const std::string& in) {
+  std::string out;
+  out.reserve(in.size() + 2);
+  out += '"';
+  for (unsigned char c : in) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string json_number(double x) {
+  if (!std::isfinite(x))
+    return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", x);
+  return buf;
+}
+
+std::string json_numbers(const std::vector<double>& xs) {
+  std::string out = "[";
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (i > 0)
+      out += ", ";
+    out += json_number(xs[i]);
+  }
+  return out + "]";
+}
+
+std::string json_params(const params& p) {
+  std::string out = "{";
+  bool first = true;
+  for (auto& [k, v] : p.items()) {
+    if (!first)
+      out += ", ";
+    first = false;
+    out += json_escape(k) + ": " + std::to_string(v);
+  }
+  return out + "}";
+}
+
+std::string machine_description() {
+  std::string model;
+  std::ifstream in{"/proc/cpuinfo"};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto pos = line.find(':');
+      if (pos != std::string::npos) {
+        model = line.substr(pos + 1);
+        auto b = model.find_first_not_of(" \t");
+        model = b == std::string::npos ? "" : model.substr(b);
+      }
+      break;
+    }
+  }
+  if (model.empty())
+    model = "unknown cpu";
+  utsname u{};
+  if (uname(&u) == 0) {
+    model += ", ";
+    model += u.sysname;
+    model += ' ';
+    model += u.release;
+    model += ' ';
+    model += u.machine;
+  }
+  return model;
+}
+
+std::string utc_timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// Human-friendly number with an SI suffix (k, M, G) and 3-4 digits.
+std::string human(double x) {
+  if (!std::isfinite(x))
+    return "-";
+  char buf[32];
+  double a = std::fabs(x);
+  if (a >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.3g G", x / 1e9);
+  else if (a >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3g M", x / 1e6);
+  else if (a >= 1e4)
+    std::snprintf(buf, sizeof buf, "%.3g k", x / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+std::string fixed(double x, int decimals) {
+  if (!std::isfinite(x))
+    return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      if (!cur.empty())
+        out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  if (!cur.empty())
+    out.push_back(cur);
+  return out;
+}
+
+void print_usage(const spec& s, const char* argv0) {
+  std::printf(
+    "usage: %s [--runs N] [--full] [--impl a,b] [--json PATH] [--quiet] "
+    "[--timeout S]\n"
+    "  %s: %s\n"
+    "  --runs N     runs per implementation and variant (default %d, --full "
+    "%d)\n"
+    "  --full       full-size parameters (default: quick parameters)\n"
+    "  --impl a,b   only these implementations (available:",
+    argv0, s.name.c_str(), s.description.c_str(), s.default_runs,
+    s.full_runs);
+  for (auto& i : s.impls)
+    std::printf(" %s", i.name.c_str());
+  std::printf(
+    ")\n"
+    "  --json PATH  append one JSON object per line per (impl, metric, "
+    "variant)\n"
+    "  --quiet      no per-run progress on stderr\n"
+    "  --timeout S  kill a run after S seconds (default %g)\n",
+    s.timeout_s);
+}
+
+// -- child processes ----------------------------------------------------------
+
+enum class outcome { ok, skipped, failed };
+
+struct run_result {
+  outcome kind = outcome::failed;
+  sample s;
+  std::string message; // skip reason or failure description
+  double user_s = 0;
+  double sys_s = 0;
+  double peak_rss_kb = 0;
+  bool timed_out = false;
+};
+
+void write_all(int fd, const std::string& data) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    auto n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+std::string serialize(const sample& s) {
+  std::string out;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "OK %a\n", s.wall_s);
+  out += buf;
+  for (auto& [name, f] : s.extra) {
+    std::string unit = f.unit;
+    std::replace(unit.begin(), unit.end(), '\n', ' ');
+    std::snprintf(buf, sizeof buf, " %d %a ", f.higher_is_better ? 1 : 0,
+                  f.value);
+    out += "X " + name + buf + unit + "\n";
+  }
+  return out;
+}
+
+bool deserialize(const std::string& text, sample& s) {
+  std::istringstream in{text};
+  std::string line;
+  if (!std::getline(in, line) || line.rfind("OK ", 0) != 0)
+    return false;
+  s.wall_s = std::strtod(line.c_str() + 3, nullptr);
+  while (std::getline(in, line)) {
+    if (line.rfind("X ", 0) != 0)
+      return false;
+    std::istringstream ls{line.substr(2)};
+    std::string name, value_str;
+    int hib = 0;
+    ls >> name >> hib >> value_str;
+    std::string unit;
+    std::getline(ls, unit);
+    if (!unit.empty() && unit[0] == ' ')
+      unit.erase(0, 1);
+    s.extra[name] = figure{std::strtod(value_str.c_str(), nullptr), unit,
+                           hib != 0};
+  }
+  return true;
+}
+
+[[noreturn]] void child_main(int fd, const impl& im, const params& p) {
+  std::string out;
+  int code = 0;
+  try {
+    out = serialize(im.run(p));
+  } catch (const not_available& e) {
+    out = std::string{"NA "} + e.what();
+    code = 3;
+  } catch (const std::exception& e) {
+    out = std::string{"ERR "} + e.what();
+    code = 2;
+  } catch (...) {
+    out = "ERR unknown exception";
+    code = 2;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  write_all(fd, out);
+  ::close(fd);
+  ::_exit(code);
+}
+
+run_result run_in_child(const impl& im, const params& p, double timeout_s) {
+  run_result res;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    res.message = std::string{"pipe2 failed: "} + std::strerror(errno);
+    return res;
+  }
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    res.message = std::string{"fork failed: "} + std::strerror(errno);
+    return res;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    // Do not outlive the harness.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+      ::_exit(4);
+    child_main(fds[1], im, p);
+  }
+  ::close(fds[1]);
+  std::string text;
+  auto deadline = std::chrono::steady_clock::now()
+                  + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(timeout_s));
+  char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  deadline - std::chrono::steady_clock::now())
+                  .count();
+    if (left <= 0) {
+      res.timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    int rc = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (rc < 0) {
+      if (errno == EINTR)
+        continue;
+      res.timed_out = false;
+      ::kill(pid, SIGKILL);
+      res.message = std::string{"poll failed: "} + std::strerror(errno);
+      break;
+    }
+    if (rc == 0)
+      continue;
+    auto n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      ::kill(pid, SIGKILL);
+      res.message = std::string{"read failed: "} + std::strerror(errno);
+      break;
+    }
+    if (n == 0)
+      break; // EOF: the child is exiting
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  rusage ru{};
+  while (::wait4(pid, &status, 0, &ru) < 0) {
+    if (errno != EINTR) {
+      res.message = std::string{"wait4 failed: "} + std::strerror(errno);
+      return res;
+    }
+  }
+  res.user_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+  res.sys_s = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  res.peak_rss_kb = static_cast<double>(ru.ru_maxrss); // KiB on Linux
+  if (res.timed_out) {
+    res.kind = outcome::failed;
+    res.message = "timed out after " + fixed(timeout_s, 0) + " s (killed)";
+    return res;
+  }
+  if (!res.message.empty())
+    return res;
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    res.message = "crashed: killed by signal " + std::to_string(sig) + " ("
+                  + ::strsignal(sig) + ")";
+    return res;
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (text.rfind("NA ", 0) == 0) {
+    res.kind = outcome::skipped;
+    res.message = text.substr(3);
+    return res;
+  }
+  if (text.rfind("ERR ", 0) == 0) {
+    res.message = "threw: " + text.substr(4);
+    return res;
+  }
+  if (code != 0 || !deserialize(text, res.s)) {
+    res.message = "exited with status " + std::to_string(code)
+                  + " without a valid result";
+    return res;
+  }
+  if (!(res.s.wall_s > 0) || !std::isfinite(res.s.wall_s)) {
+    res.message = "reported a non-positive wall time";
+    return res;
+  }
+  res.kind = outcome::ok;
+  return res;
+}
+
+// -- bookkeeping --------------------------------------------------------------
+
+struct cell {
+  const impl* im = nullptr;
+  std::vector<run_result> ok;
+  std::vector<std::string> failures; // "run 2: ..."
+  std::string skip_reason;
+  bool skipped = false;
+  bool stop = false; // do not run again (skipped or timed out)
+};
+
+struct stats {
+  std::vector<double> samples;
+  double med = NAN, lo = NAN, hi = NAN;
+};
+
+stats make_stats(std::vector<double> xs) {
+  stats st;
+  st.med = median(xs);
+  st.lo = min_of(xs);
+  st.hi = max_of(xs);
+  st.samples = std::move(xs);
+  return st;
+}
+
+std::vector<double> rusage_field(const cell& c, double run_result::*field) {
+  std::vector<double> xs;
+  for (auto& r : c.ok)
+    xs.push_back(r.*field);
+  return xs;
+}
+
+struct json_context {
+  std::string bench, mode, machine, timestamp;
+  unsigned cores = 0;
+  int runs_requested = 0;
+};
+
+std::string json_common(const json_context& ctx, const variant& v,
+                        const cell& c) {
+  std::string out = "{";
+  out += "\"bench\": " + json_escape(ctx.bench);
+  out += ", \"impl\": " + json_escape(c.im->name);
+  out += ", \"variant\": " + json_escape(v.label);
+  out += ", \"params\": " + json_params(v.p);
+  out += ", \"mode\": " + json_escape(ctx.mode);
+  return out;
+}
+
+std::string json_tail(const json_context& ctx, const cell& c) {
+  std::string out;
+  out += ", \"runs_requested\": " + std::to_string(ctx.runs_requested);
+  out += ", \"failed_runs\": " + std::to_string(c.failures.size());
+  if (!c.failures.empty()) {
+    out += ", \"failures\": [";
+    for (size_t i = 0; i < c.failures.size(); ++i)
+      out += (i > 0 ? ", " : "") + json_escape(c.failures[i]);
+    out += "]";
+  }
+  out += ", \"user_s\": " + json_number(median(rusage_field(c, &run_result::user_s)));
+  out += ", \"sys_s\": " + json_number(median(rusage_field(c, &run_result::sys_s)));
+  out += ", \"peak_rss_kb\": "
+         + json_number(median(rusage_field(c, &run_result::peak_rss_kb)));
+  out += ", \"cores\": " + std::to_string(ctx.cores);
+  out += ", \"machine\": " + json_escape(ctx.machine);
+  out += ", \"timestamp\": " + json_escape(ctx.timestamp);
+  out += "}";
+  return out;
+}
+
+std::string json_metric_line(const json_context& ctx, const variant& v,
+                             const cell& c, const std::string& metric_name,
+                             const std::string& unit, bool higher_is_better,
+                             const stats& st) {
+  std::vector<double> walls;
+  for (auto& r : c.ok)
+    walls.push_back(r.s.wall_s);
+  std::string out = json_common(ctx, v, c);
+  out += ", \"status\": \"ok\"";
+  out += ", \"metric\": " + json_escape(metric_name);
+  out += ", \"value\": " + json_number(st.med);
+  out += ", \"unit\": " + json_escape(unit);
+  out += std::string{", \"higher_is_better\": "}
+         + (higher_is_better ? "true" : "false");
+  out += ", \"runs\": " + std::to_string(st.samples.size());
+  out += ", \"median\": " + json_number(st.med);
+  out += ", \"min\": " + json_number(st.lo);
+  out += ", \"max\": " + json_number(st.hi);
+  out += ", \"samples\": " + json_numbers(st.samples);
+  out += ", \"wall_s\": " + json_number(median(walls));
+  out += json_tail(ctx, c);
+  return out;
+}
+
+std::string json_status_line(const json_context& ctx, const variant& v,
+                             const cell& c, const metric& m) {
+  std::string out = json_common(ctx, v, c);
+  out += std::string{", \"status\": "}
+         + (c.skipped ? "\"skipped\"" : "\"failed\"");
+  if (c.skipped)
+    out += ", \"reason\": " + json_escape(c.skip_reason);
+  out += ", \"metric\": " + json_escape(m.name);
+  out += ", \"value\": null";
+  out += ", \"unit\": " + json_escape(m.unit);
+  out += std::string{", \"higher_is_better\": "}
+         + (m.higher_is_better ? "true" : "false");
+  out += ", \"runs\": 0";
+  out += json_tail(ctx, c);
+  return out;
+}
+
+// -- the human table ----------------------------------------------------------
+
+struct table {
+  std::vector<std::vector<std::string>> rows;
+  void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+  void print() const {
+    std::vector<size_t> width;
+    for (auto& r : rows)
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (width.size() <= i)
+          width.push_back(0);
+        // The last column (notes) is not padded.
+        width[i] = std::max(width[i], r[i].size());
+      }
+    for (auto& r : rows) {
+      std::string line;
+      for (size_t i = 0; i < r.size(); ++i) {
+        std::string cellv = r[i];
+        if (i + 1 < r.size())
+          cellv.resize(width[i], ' ');
+        line += (i > 0 ? "  " : "") + cellv;
+      }
+      while (!line.empty() && line.back() == ' ')
+        line.pop_back();
+      std::printf("%s\n", line.c_str());
+    }
+  }
+};
+
+} // namespace
+
+// -- run_main -----------------------------------------------------------------
+
+int run_main(int argc, char** argv, const spec& s) {
+  options opt;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto need_value = [&](const char* what) -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s: %s needs a value\n", s.name.c_str(), what);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--runs") {
+      opt.runs = std::atoi(need_value("--runs").c_str());
+      if (opt.runs < 1) {
+        std::fprintf(stderr, "%s: --runs must be >= 1\n", s.name.c_str());
+        return 2;
+      }
+    } else if (a == "--full") {
+      opt.full = true;
+    } else if (a == "--quick") {
+      opt.full = false;
+    } else if (a == "--impl") {
+      opt.impls = split_commas(need_value("--impl"));
+    } else if (a == "--json") {
+      opt.json_path = need_value("--json");
+    } else if (a == "--quiet" || a == "-q") {
+      opt.quiet = true;
+    } else if (a == "--timeout") {
+      opt.timeout_s = std::atof(need_value("--timeout").c_str());
+      if (!(opt.timeout_s > 0)) {
+        std::fprintf(stderr, "%s: --timeout must be > 0\n", s.name.c_str());
+        return 2;
+      }
+    } else if (a == "--help" || a == "-h") {
+      print_usage(s, argv[0]);
+      return 0;
+    } else {
+      std::fprintf(stderr, "%s: unknown argument '%s' (try --help)\n",
+                   s.name.c_str(), a.c_str());
+      return 2;
+    }
+  }
+  // Select implementations (in spec order).
+  std::vector<const impl*> selected;
+  for (auto& name : opt.impls) {
+    bool found = false;
+    for (auto& im : s.impls)
+      found = found || im.name == name;
+    if (!found) {
+      std::fprintf(stderr, "%s: unknown implementation '%s'; available:",
+                   s.name.c_str(), name.c_str());
+      for (auto& im : s.impls)
+        std::fprintf(stderr, " %s", im.name.c_str());
+      std::fprintf(stderr, "\n");
+      return 2;
+    }
+  }
+  for (auto& im : s.impls)
+    if (opt.impls.empty()
+        || std::find(opt.impls.begin(), opt.impls.end(), im.name)
+             != opt.impls.end())
+      selected.push_back(&im);
+  int runs = opt.runs > 0 ? opt.runs : (opt.full ? s.full_runs : s.default_runs);
+  double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : s.timeout_s;
+  auto variants = s.variants(opt.full);
+
+  json_context ctx;
+  ctx.bench = s.name;
+  ctx.mode = opt.full ? "full" : "quick";
+  ctx.machine = machine_description();
+  ctx.cores = std::thread::hardware_concurrency();
+  ctx.runs_requested = runs;
+
+  std::FILE* json = nullptr;
+  if (!opt.json_path.empty()) {
+    json = std::fopen(opt.json_path.c_str(), "a");
+    if (json == nullptr) {
+      std::fprintf(stderr, "%s: cannot open %s for appending: %s\n",
+                   s.name.c_str(), opt.json_path.c_str(), std::strerror(errno));
+      return 2;
+    }
+  }
+
+  if (!opt.quiet)
+    std::fprintf(stderr, "[%s] %s mode, %d run(s) per impl and variant, %u cores\n",
+                 s.name.c_str(), ctx.mode.c_str(), runs, ctx.cores);
+
+  std::vector<std::vector<cell>> cells(variants.size());
+  std::vector<std::string> failure_log;
+  for (size_t vi = 0; vi < variants.size(); ++vi) {
+    auto& v = variants[vi];
+    auto& row = cells[vi];
+    for (auto* im : selected) {
+      row.emplace_back();
+      row.back().im = im;
+    }
+    for (int r = 1; r <= runs; ++r) {
+      for (auto& c : row) {
+        if (c.stop)
+          continue;
+        auto res = run_in_child(*c.im, v.p, timeout_s);
+        std::string where = s.name + " [" + v.label + "] impl " + c.im->name
+                            + " run " + std::to_string(r) + "/"
+                            + std::to_string(runs);
+        switch (res.kind) {
+          case outcome::ok: {
+            if (!opt.quiet) {
+              double fig = s.primary.compute(res.s, v.p);
+              std::fprintf(stderr,
+                           "[%s | %s] run %d/%d %-8s %s %s  (wall %.3f s, "
+                           "user %.2f s, sys %.2f s, rss %.1f MiB)\n",
+                           s.name.c_str(), v.label.c_str(), r, runs,
+                           c.im->name.c_str(), human(fig).c_str(),
+                           s.primary.unit.c_str(), res.s.wall_s, res.user_s,
+                           res.sys_s, res.peak_rss_kb / 1024.0);
+            }
+            c.ok.push_back(std::move(res));
+            break;
+          }
+          case outcome::skipped:
+            c.skipped = c.ok.empty() && c.failures.empty();
+            c.skip_reason = res.message;
+            c.stop = true;
+            if (!opt.quiet)
+              std::fprintf(stderr, "[%s | %s] %s skipped: %s\n", s.name.c_str(),
+                           v.label.c_str(), c.im->name.c_str(),
+                           res.message.c_str());
+            break;
+          case outcome::failed:
+            std::fprintf(stderr, "*** FAILED: %s: %s\n", where.c_str(),
+                         res.message.c_str());
+            c.failures.push_back("run " + std::to_string(r) + ": "
+                                 + res.message);
+            failure_log.push_back(where + ": " + res.message);
+            if (res.timed_out)
+              c.stop = true; // another 'timeout' seconds would not help
+            break;
+        }
+      }
+    }
+    // JSON lines for this variant.
+    if (json != nullptr) {
+      ctx.timestamp = utc_timestamp();
+      for (auto& c : row) {
+        if (c.ok.empty()) {
+          std::fprintf(json, "%s\n", json_status_line(ctx, v, c, s.primary).c_str());
+          continue;
+        }
+        std::vector<double> xs;
+        for (auto& r : c.ok)
+          xs.push_back(s.primary.compute(r.s, v.p));
+        std::fprintf(json, "%s\n",
+                     json_metric_line(ctx, v, c, s.primary.name, s.primary.unit,
+                                      s.primary.higher_is_better,
+                                      make_stats(xs))
+                       .c_str());
+        // Extra figures, in name order.
+        std::map<std::string, figure> kinds;
+        for (auto& r : c.ok)
+          for (auto& [name, f] : r.s.extra)
+            kinds.emplace(name, f);
+        for (auto& [name, f] : kinds) {
+          std::vector<double> ys;
+          for (auto& r : c.ok) {
+            auto it = r.s.extra.find(name);
+            if (it != r.s.extra.end())
+              ys.push_back(it->second.value);
+          }
+          std::fprintf(json, "%s\n",
+                       json_metric_line(ctx, v, c, name, f.unit,
+                                        f.higher_is_better, make_stats(ys))
+                         .c_str());
+        }
+      }
+      std::fflush(json);
+    }
+  }
+  if (json != nullptr)
+    std::fclose(json);
+
+  // Human table.
+  std::printf("\n== %s: %s (%s mode, %d run(s), %u cores) ==\n",
+              s.name.c_str(), s.description.c_str(), ctx.mode.c_str(), runs,
+              ctx.cores);
+  table t;
+  t.add({"variant", "impl", s.primary.name + " [" + s.primary.unit + "]",
+         "min", "max", "vs troupe", "user s", "sys s", "peak RSS MiB", "ok",
+         "note"});
+  for (size_t vi = 0; vi < variants.size(); ++vi) {
+    auto& v = variants[vi];
+    // troupe's median, for the ratio column
+    double troupe_med = NAN;
+    for (auto& c : cells[vi]) {
+      if (c.im->name == "troupe" && !c.ok.empty()) {
+        std::vector<double> xs;
+        for (auto& r : c.ok)
+          xs.push_back(s.primary.compute(r.s, v.p));
+        troupe_med = median(xs);
+      }
+    }
+    for (auto& c : cells[vi]) {
+      std::string note;
+      if (c.skipped)
+        note = "skipped: " + c.skip_reason;
+      else if (!c.failures.empty())
+        note = "FAILED " + std::to_string(c.failures.size()) + " run(s)"
+               + (c.stop ? " (timed out; later runs not attempted)" : "");
+      if (c.ok.empty()) {
+        t.add({v.label, c.im->name, "-", "-", "-", "-", "-", "-", "-",
+               "0/" + std::to_string(runs), note});
+        continue;
+      }
+      std::vector<double> xs;
+      for (auto& r : c.ok)
+        xs.push_back(s.primary.compute(r.s, v.p));
+      auto st = make_stats(xs);
+      std::string ratio = "-";
+      if (std::isfinite(troupe_med) && c.im->name != "troupe" && st.med > 0
+          && troupe_med > 0) {
+        double q = s.primary.higher_is_better ? troupe_med / st.med
+                                              : st.med / troupe_med;
+        ratio = fixed(q, 2) + "x";
+      }
+      t.add({v.label, c.im->name, human(st.med), human(st.lo), human(st.hi),
+             ratio, fixed(median(rusage_field(c, &run_result::user_s)), 2),
+             fixed(median(rusage_field(c, &run_result::sys_s)), 2),
+             fixed(median(rusage_field(c, &run_result::peak_rss_kb)) / 1024.0, 1),
+             std::to_string(c.ok.size()) + "/" + std::to_string(runs), note});
+    }
+  }
+  t.print();
+  if (!failure_log.empty()) {
+    std::printf("\n%zu FAILED run(s):\n", failure_log.size());
+    for (auto& f : failure_log)
+      std::printf("  %s\n", f.c_str());
+    std::fflush(stdout);
+    return 1;
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+} // namespace bench

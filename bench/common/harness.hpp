@@ -1,0 +1,158 @@
+// troupe benchmark harness (independent of the troupe library).
+//
+// A benchmark executable describes itself with a bench::spec (name, parameter
+// variants, implementations, figure) and hands control to bench::run_main.
+// Every run of every implementation executes in a forked child process: the
+// child runs the implementation, sends its bench::sample back through a pipe
+// and _exits; the parent collects the child's rusage (user/sys CPU, peak RSS)
+// with wait4. Runs are interleaved: run 1 of every implementation, then run 2,
+// and so on, separately for each parameter variant.
+//
+// Implementations measure their own wall time (bench::stopwatch around the
+// measured region) and check their own result; a wrong result is reported by
+// throwing std::runtime_error (see bench::check). An implementation that does
+// not exist yet throws bench::not_available and is reported as skipped.
+//
+// This header deliberately sticks to C++17 so it can be included from
+// translation units that are compiled against older libraries.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bench {
+
+/// Thrown by an implementation that cannot run in this build (e.g. the troupe
+/// runtime is not there yet). Reported as "skipped", not as a failure.
+struct not_available : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// An additional named figure reported by an implementation (e.g. latency).
+struct figure {
+  double value = 0;
+  std::string unit;
+  bool higher_is_better = false;
+};
+
+/// What one run of one implementation measured.
+struct sample {
+  /// Wall-clock seconds of the measured region (steady_clock).
+  double wall_s = 0;
+  /// Optional extra figures; each becomes its own metric in the JSON output.
+  /// Names must not contain whitespace.
+  std::map<std::string, figure> extra;
+
+  void add(const std::string& name, double value, const std::string& unit,
+           bool higher_is_better = false) {
+    extra[name] = figure{value, unit, higher_is_better};
+  }
+};
+
+/// Integer-valued benchmark parameters, in insertion order (ends up verbatim
+/// in the JSON "params" object).
+class params {
+public:
+  params() = default;
+  params(std::initializer_list<std::pair<std::string, std::int64_t>> kv) {
+    for (auto& [k, v] : kv)
+      set(k, v);
+  }
+
+  params& set(const std::string& key, std::int64_t value);
+
+  /// The value for `key`; throws std::logic_error if it is missing.
+  std::int64_t get(const std::string& key) const;
+
+  /// The value for `key` or `fallback`.
+  std::int64_t get_or(const std::string& key, std::int64_t fallback) const;
+
+  bool has(const std::string& key) const;
+
+  const std::vector<std::pair<std::string, std::int64_t>>& items() const {
+    return kv_;
+  }
+
+private:
+  std::vector<std::pair<std::string, std::int64_t>> kv_;
+};
+
+/// Measures the wall-clock time of the region an implementation times.
+class stopwatch {
+public:
+  stopwatch() : t0_(std::chrono::steady_clock::now()) {}
+  void restart() { t0_ = std::chrono::steady_clock::now(); }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_)
+      .count();
+  }
+
+private:
+  std::chrono::steady_clock::time_point t0_;
+};
+
+/// Throws std::runtime_error(what) unless `ok`.
+inline void check(bool ok, const std::string& what) {
+  if (!ok)
+    throw std::runtime_error(what);
+}
+
+/// Throws std::runtime_error with "<what>: expected <expected>, got <got>"
+/// unless expected == got.
+void check_eq(const std::string& what, std::int64_t expected, std::int64_t got);
+
+using impl_fn = std::function<sample(const params&)>;
+
+struct impl {
+  std::string name; // "troupe", "caf", "threads"
+  impl_fn run;
+};
+
+/// How the primary figure is derived from a sample.
+struct metric {
+  std::string name; // e.g. "msgs_per_s", "wall_s", "ns_per_msg"
+  std::string unit; // e.g. "msg/s", "s", "ns/msg"
+  bool higher_is_better = true;
+  std::function<double(const sample&, const params&)> compute;
+};
+
+/// One parameter set; `label` is a short human name ("1 worker").
+struct variant {
+  std::string label;
+  params p;
+};
+
+struct spec {
+  std::string name;        // "ping_pong" -> JSON field "bench"
+  std::string description; // one line for the human table
+  std::vector<impl> impls;
+  metric primary;
+  /// Parameter variants for quick (full == false) and --full mode.
+  std::function<std::vector<variant>(bool full)> variants;
+  int default_runs = 5;
+  int full_runs = 5;
+  double timeout_s = 120; // per child process; --timeout overrides
+};
+
+/// Parses the command line (--runs N, --full, --impl a,b, --json PATH,
+/// --quiet, --timeout S, --help), runs everything and prints the table.
+/// Returns the process exit status: 0 when every run succeeded or was
+/// skipped as not available, 1 on any failure, 2 on bad usage.
+int run_main(int argc, char** argv, const spec& s);
+
+// Ready-made figures.
+metric wall_time_metric();
+/// count(p) items per wall second; `name` e.g. "msgs_per_s", unit "msg/s".
+metric rate_metric(std::string name, std::string unit,
+                   std::function<double(const params&)> count);
+/// wall nanoseconds per item.
+metric ns_per_item_metric(std::string name, std::string unit,
+                          std::function<double(const params&)> count);
+
+} // namespace bench

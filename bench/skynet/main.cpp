@@ -1,0 +1,17 @@
+#include "impls.hpp"
+
+int main(int argc, char** argv) {
+  bench::spec s;
+  s.name = "skynet";
+  s.description = "10-ary actor tree down to 1M leaves, sum of ordinals; wall time incl. teardown";
+  s.impls = {{"troupe", bench::run_troupe}, {"caf", bench::run_caf}};
+  s.primary = bench::wall_time_metric();
+  s.variants = [](bool) {
+    std::vector<bench::variant> vs;
+    for (std::int64_t w : {1, 2})
+      vs.push_back({std::to_string(w) + (w == 1 ? " worker" : " workers"),
+                    {{"leaves", 1'000'000}, {"arity", 10}, {"workers", w}}});
+    return vs;
+  };
+  return bench::run_main(argc, argv, s);
+}

@@ -1,0 +1,153 @@
+// actor_cell.hpp: the part every actor shares, whatever runs it: the mailbox,
+// the reference count, links and monitors, and the exit protocol.
+//
+// The mailbox is two intrusive lock-free MPSC queues (urgent, normal) and one
+// 64-bit word that packs: bits 0-31 the handle count, bits 32-62 the number of
+// messages not yet consumed, bit 63 "closed" (the actor has ended). Senders do
+// one fetch_add on the word and one exchange on a queue; the sender that finds
+// the mailbox empty schedules the actor. The same word says when the actor can
+// be freed (no handle, no message) and how long its mailbox is (send_if).
+// Users never touch this class directly; they use actor handles and the
+// event_actor / blocking_actor APIs.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "troupe/actor/actor.hpp"
+#include "troupe/actor/error.hpp"
+#include "troupe/actor/message.hpp"
+#include "troupe/runtime/resumable.hpp"
+#include "troupe/util/mpsc_queue.hpp"
+
+namespace troupe {
+
+class actor_system;
+
+enum class priority : std::uint8_t { normal, urgent };
+
+class actor_cell : public detail::resumable {
+ public:
+  static constexpr std::uint64_t ref_one = 1;
+  static constexpr std::uint64_t mail_one = std::uint64_t{1} << 32;
+  static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t ref_mask = 0xffffffffULL;
+  static constexpr std::uint64_t mail_mask = ~closed_bit & ~ref_mask;
+
+  actor_cell(const actor_cell&) = delete;
+  actor_cell& operator=(const actor_cell&) = delete;
+  virtual ~actor_cell();
+
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p, std::size_t size) noexcept;
+
+  std::uint64_t id() const noexcept { return id_; }
+  actor_system& system() const noexcept { return *sys_; }
+
+  /// Messages queued and not yet consumed (a snapshot, readable by anyone).
+  std::size_t mailbox_size() const noexcept {
+    return static_cast<std::size_t>((word_.load(std::memory_order_relaxed) & mail_mask) >> 32);
+  }
+  /// true once the actor has ended (its mailbox is closed).
+  bool terminated() const noexcept {
+    return (word_.load(std::memory_order_acquire) & closed_bit) != 0;
+  }
+
+  /// Any thread. Takes ownership of `n`. Returns false when the actor had
+  /// ended: the message is then a dead letter (counted; a request gets an
+  /// actor_exited error back).
+  bool enqueue(detail::message_node* n, priority p = priority::normal) noexcept;
+
+  /// Like enqueue, but only if fewer than `limit` messages are queued; the
+  /// check and the insertion are one atomic step. On false `n` is destroyed.
+  bool enqueue_if(detail::message_node* n, std::size_t limit) noexcept;
+
+  // --- reference counting (see actor.hpp) ---
+  void add_ref() noexcept { word_.fetch_add(ref_one, std::memory_order_relaxed); }
+  void release() noexcept;
+  /// Adds a reference unless the actor has ended or is being freed.
+  bool try_add_ref() noexcept;
+
+  // --- links and monitors (any thread) ---
+  /// `watcher` receives a down_msg when this actor ends (at once if it has).
+  void add_monitor(const actor& watcher);
+  void remove_monitor(const actor& watcher);
+  /// Both ends of a link are recorded; each end learns of the other's exit.
+  static void link(actor_cell& a, actor_cell& b);
+  static void unlink(actor_cell& a, actor_cell& b);
+
+  /// Deliver `n` to `dest`, or count it as a dead letter if dest is empty.
+  static void deliver(const actor& dest, detail::message_node* n, priority p = priority::normal) noexcept;
+
+  /// Handle to this actor (adds a reference).
+  actor handle() noexcept { return actor{this, true}; }
+
+ protected:
+  explicit actor_cell(actor_system& sys);
+
+  /// Called by the sender that found the mailbox empty: make the actor run.
+  virtual void wake() noexcept = 0;
+  /// Blocking actors start without the spawn token (nothing to initialise).
+  void drop_spawn_token() noexcept { word_.fetch_sub(mail_one, std::memory_order_relaxed); }
+
+  /// Called once when the actor ends, before links and monitors are told;
+  /// frees behaviour, pending requests and other per-actor state.
+  virtual void on_exit() noexcept {}
+
+  /// Consumer only: next message, urgent first; nullptr if none visible.
+  detail::message_node* pop() noexcept {
+    if (auto* n = urgent_.pop()) return static_cast<detail::message_node*>(n);
+    return static_cast<detail::message_node*>(normal_.pop());
+  }
+
+  /// Consumer only: `consumed` messages are done. Returns the number of
+  /// messages still queued. If the result is 0 the actor is idle and must not
+  /// touch itself again (another thread may already run it, or it was freed
+  /// because no handle was left: then `freed` is set).
+  std::size_t settle(std::size_t consumed, bool& freed) noexcept;
+
+  /// Consumer only: ends the actor. `consumed` counts messages taken from the
+  /// mailbox and not yet settled. Drains what is left (dead letters), tells
+  /// links and monitors, leaves the system. May free the cell: do not touch
+  /// `this` afterwards.
+  void terminate(error reason, std::size_t consumed) noexcept;
+
+  /// A message that cannot be delivered: counted, requests answered with an
+  /// actor_exited error. Destroys the node.
+  void dead_letter(detail::message_node* n, const error& why) noexcept;
+
+  actor_system* sys_;
+
+ private:
+  friend class actor_system;
+  friend void detail::release(actor_cell*) noexcept;
+  struct extras;
+
+  void last_release(std::uint64_t word) noexcept;
+  void notify_exit(const error& reason) noexcept;
+  extras& ensure_extras();
+
+  alignas(64) std::atomic<std::uint64_t> word_;
+  mpsc_queue urgent_;
+  mpsc_queue normal_;
+  std::uint64_t id_;
+  extras* extras_ = nullptr;  // links, monitors: rare, allocated on first use
+
+ public:
+  // Intrusive links of the system's list of live actors (see actor_system).
+  actor_cell* live_prev_ = nullptr;
+  actor_cell* live_next_ = nullptr;
+  static constexpr std::uint32_t not_live = UINT32_MAX;
+  std::uint32_t live_shard_ = not_live;
+  /// Detached and blocking actors run on their own threads; the shutdown
+  /// logic needs to know whether such an actor waits for mail.
+  std::atomic<bool> waiting_{false};
+  bool own_thread_ = false;
+
+ private:
+  bool exited_ = false;  // guarded by the cell's stripe lock
+};
+
+}  // namespace troupe

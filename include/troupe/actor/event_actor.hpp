@@ -1,0 +1,168 @@
+// event_actor.hpp: the ordinary actor. It runs on the scheduler's workers,
+// never blocks a thread, and handles one message at a time with its current
+// behavior. Spawn it from a function or lambda returning a behavior:
+//   sys.spawn([](troupe::event_actor& self) { return troupe::behavior{...}; });
+// or from a class deriving from event_actor and overriding make_behavior().
+// Requests are asynchronous: request(...).then(on_value, on_error).
+// Cost per message: one pool allocation, two atomic RMWs to enqueue, handler
+// lookup by pointer comparison; an idle actor costs no thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "troupe/actor/local_actor.hpp"
+
+namespace troupe {
+
+class event_actor;
+/// The `self` parameter of event-based actor functions.
+using actor_ctx = event_actor;
+
+namespace detail {
+
+class response_handler {
+ public:
+  virtual ~response_handler() = default;
+  /// `n` is the response (values or an error).
+  virtual void handle(event_actor& self, message_node& n) = 0;
+  virtual void fail(event_actor& self, error e) = 0;
+};
+
+template <class F, class G>
+class then_handler final : public response_handler {
+ public:
+  then_handler(F f, G g) : f_{std::move(f)}, g_{std::move(g)} {}
+  void handle(event_actor& self, message_node& n) override;
+  void fail(event_actor&, error e) override { g_(e); }
+
+ private:
+  F f_;
+  G g_;
+};
+
+}  // namespace detail
+
+class event_actor : public local_actor {
+ public:
+  class request_handle;
+
+  event_actor() = default;
+  ~event_actor() override;
+
+  /// Replaces the current behavior. An actor whose behavior is empty and
+  /// that awaits no response ends normally.
+  void become(behavior b) { bhvr_ = std::move(b); }
+  /// Ends the actor after the current handler returns.
+  void quit(error reason = {}) {
+    if (!quit_) quit_.emplace(std::move(reason));
+  }
+
+  /// Sends a request; the response (or an error: timeout, receiver gone,
+  /// handler failed) goes to the handlers given to then().
+  template <class... Ts>
+  request_handle request(const actor& dest, std::chrono::nanoseconds timeout, Ts&&... xs);
+
+  /// Answer the current request later (see response_promise).
+  response_promise make_response_promise();
+
+  /// exit_msg from linked actors goes here instead of ending this actor.
+  void set_exit_handler(std::function<void(exit_msg&)> f) { hooks().exit = std::move(f); }
+  /// down_msg from monitored actors; without a handler they are dropped.
+  void set_down_handler(std::function<void(down_msg&)> f) { hooks().down = std::move(f); }
+  /// Messages no handler accepts. Default: counted by the system
+  /// (actor_system::unexpected_messages) and requests answered with an
+  /// unexpected_message error.
+  void set_default_handler(std::function<void(message&)> f) { hooks().fallback = std::move(f); }
+  /// Errors of requests whose then() gave no error handler. Default: the
+  /// actor ends with that error.
+  void set_error_handler(std::function<void(error&)> f) { hooks().on_error = std::move(f); }
+
+  detail::resume_result resume(std::size_t throughput) override;
+
+ protected:
+  /// The initial behavior; called once, on the actor's first activation.
+  virtual behavior make_behavior() { return {}; }
+
+  void wake() noexcept override;
+  void on_exit() noexcept override;
+
+ private:
+  template <class F, class G>
+  friend class detail::then_handler;
+
+  struct hook_set {
+    std::function<void(exit_msg&)> exit;
+    std::function<void(down_msg&)> down;
+    std::function<void(message&)> fallback;
+    std::function<void(error&)> on_error;
+  };
+  hook_set& hooks() {
+    if (!hooks_) hooks_ = std::make_unique<hook_set>();
+    return *hooks_;
+  }
+  void dispatch(detail::message_node* n);
+  void handle_system(detail::message_node& n);
+  void handle_response(detail::message_node& n);
+  void handle_unexpected(detail::message_node& n);
+  void handle_request_error(error e);
+  void register_request(std::uint64_t id, std::chrono::nanoseconds timeout);
+  bool alive_without_messages() const noexcept {
+    return !bhvr_.empty() || (pending_ && !pending_->empty());
+  }
+
+  behavior bhvr_;
+  std::optional<error> quit_;
+  bool initialized_ = false;
+  std::unique_ptr<hook_set> hooks_;
+  std::unique_ptr<std::unordered_map<std::uint64_t, std::unique_ptr<detail::response_handler>>> pending_;
+};
+
+class event_actor::request_handle {
+ public:
+  request_handle(event_actor& self, std::uint64_t id) : self_{&self}, id_{id} {}
+
+  /// on_value takes the response's values; on_error takes error&.
+  template <class F, class G>
+  void then(F on_value, G on_error) {
+    auto& slot = (*self_->pending_)[id_];
+    slot = std::make_unique<detail::then_handler<F, G>>(std::move(on_value), std::move(on_error));
+  }
+  /// Errors go to the actor's error handler (default: the actor ends).
+  template <class F>
+  void then(F on_value) {
+    auto* self = self_;
+    then(std::move(on_value), [self](error& e) { self->handle_request_error(std::move(e)); });
+  }
+
+ private:
+  event_actor* self_;
+  std::uint64_t id_;
+};
+
+template <class... Ts>
+event_actor::request_handle event_actor::request(const actor& dest, std::chrono::nanoseconds timeout,
+                                                 Ts&&... xs) {
+  auto id = new_request_id();
+  register_request(id, timeout);
+  deliver(dest, detail::make_message(handle(), id, std::forward<Ts>(xs)...));
+  return request_handle{*this, id};
+}
+
+template <class F, class G>
+void detail::then_handler<F, G>::handle(event_actor&, message_node& n) {
+  using decayed = typename callable_traits<F>::decayed;
+  if (n.holds<error>()) {
+    g_(std::get<0>(values_of<error>(n)));
+  } else if (n.vt->type_id == tuple_type_id<decayed>::value) {
+    invoke_with(f_, n);
+  } else {
+    error e{errc::unexpected_response, std::string{"response holds "} + n.vt->type_name()};
+    g_(e);
+  }
+}
+
+}  // namespace troupe

@@ -1,0 +1,171 @@
+// local_actor.hpp: what every actor can do from inside its own code: send,
+// send_if, delayed_send, reply addressing, links and monitors, groups.
+// event_actor (runs on the scheduler) and blocking_actor (own thread,
+// receive) build on it. Only the actor itself may call these members.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <semaphore>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "troupe/actor/actor_cell.hpp"
+#include "troupe/actor/behavior.hpp"
+#include "troupe/actor/system_messages.hpp"
+
+namespace troupe {
+
+class group;
+class actor_system;
+
+namespace detail {
+struct group_state;
+/// Set by actor_system::spawn while it constructs an actor object.
+actor_system*& constructing_system() noexcept;
+/// Schedules delivery of `n` to `dest` after `delay` (timer thread).
+void deliver_later(actor_system& sys, const actor& dest, message_node* n,
+                   std::chrono::nanoseconds delay, priority p);
+
+template <class T>
+struct is_tuple : std::false_type {};
+template <class... Ts>
+struct is_tuple<std::tuple<Ts...>> : std::true_type {};
+}  // namespace detail
+
+/// Infinite timeout for requests.
+inline constexpr std::chrono::nanoseconds infinite{std::chrono::nanoseconds::max()};
+
+class local_actor : public actor_cell {
+  friend class actor_system;
+
+ public:
+  // --- sending ---
+  /// Asynchronous send; FIFO per (sender, receiver) pair. A send to an actor
+  /// that has ended is a dead letter (counted by the system).
+  template <class... Ts>
+  void send(const actor& dest, Ts&&... xs) {
+    deliver(dest, detail::make_message(handle(), 0, std::forward<Ts>(xs)...));
+  }
+  /// Like send, but jumps ahead of normal messages.
+  template <class... Ts>
+  void send_urgent(const actor& dest, Ts&&... xs) {
+    deliver(dest, detail::make_message(handle(), 0, std::forward<Ts>(xs)...), priority::urgent);
+  }
+  /// Sends only if `dest` holds fewer than `limit` queued messages; returns
+  /// whether it sent (the papers' send_next_if, for actors).
+  template <class... Ts>
+  bool send_if(const actor& dest, std::size_t limit, Ts&&... xs) {
+    if (!dest || dest->mailbox_size() >= limit) return false;
+    return dest->enqueue_if(detail::make_message(handle(), 0, std::forward<Ts>(xs)...), limit);
+  }
+  /// Delivers after `delay` (timer thread); the receiver is kept alive until then.
+  template <class Rep, class Period, class... Ts>
+  void delayed_send(const actor& dest, std::chrono::duration<Rep, Period> delay, Ts&&... xs) {
+    detail::deliver_later(system(), dest, detail::make_message(handle(), 0, std::forward<Ts>(xs)...),
+                          std::chrono::duration_cast<std::chrono::nanoseconds>(delay), priority::normal);
+  }
+  /// Publishes a copy to every current subscriber of `g`.
+  template <class... Ts>
+  void send(const group& g, Ts&&... xs);
+
+  /// The sender of the message being handled (empty for anonymous senders).
+  const actor& sender() const noexcept { return current_ != nullptr ? current_->sender : no_actor_; }
+  /// Handle to this actor.
+  actor self() noexcept { return handle(); }
+
+  // --- links and monitors ---
+  void link_to(const actor& other);
+  void unlink_from(const actor& other);
+  void monitor(const actor& other);
+  void demonitor(const actor& other);
+
+  // --- groups ---
+  void join(const group& g);
+  void leave(const group& g);
+
+  /// Spawns an event-based actor (see actor_system::spawn).
+  template <class F, class... Args>
+  auto spawn(F fun, Args&&... args);
+  template <class A, class... Args>
+  actor spawn(Args&&... args);
+
+ protected:
+  local_actor();
+
+  std::uint64_t new_request_id() noexcept { return ++last_request_id_; }
+
+  /// Actors with a thread of their own (detached, blocking) sleep here while
+  /// their mailbox is empty; wake() releases it.
+  std::unique_ptr<std::counting_semaphore<>> sem_;
+  detail::message_node* current_ = nullptr;
+
+  /// Leaves joined groups.
+  void on_exit() noexcept override;
+
+ private:
+  std::uint64_t last_request_id_ = 0;
+  std::vector<std::shared_ptr<detail::group_state>> groups_;
+  inline static const actor no_actor_{};
+};
+
+namespace detail {
+
+template <class R>
+void reply(actor_cell& self, message_node& in, R&& result) {
+  using T = std::decay_t<R>;
+  if constexpr (std::is_same_v<T, response_promise>) {
+    return;  // answered later through the promise
+  } else {
+    if (!in.sender) return;
+    std::uint64_t id = in.is_request() ? (response_bit | in.id) : 0;
+    message_node* out;
+    if constexpr (is_tuple<T>::value)
+      out = std::apply(
+          [&](auto&&... xs) { return make_message(self.handle(), id, std::forward<decltype(xs)>(xs)...); },
+          std::forward<R>(result));
+    else
+      out = make_message(self.handle(), id, std::forward<R>(result));
+    actor_cell::deliver(in.sender, out);
+  }
+}
+
+}  // namespace detail
+
+/// Answers a request later (after asking another actor, say). Obtain with
+/// make_response_promise() inside the handler, return it from the handler,
+/// call deliver() once. A promise dropped without delivering answers the
+/// requester with an error, so a requester never waits forever.
+class response_promise {
+ public:
+  response_promise() = default;
+  response_promise(actor self, actor requester, std::uint64_t request_id)
+      : self_{std::move(self)}, requester_{std::move(requester)}, id_{request_id} {}
+  response_promise(response_promise&&) noexcept = default;
+  response_promise& operator=(response_promise&&) noexcept = default;
+  response_promise(const response_promise&) = delete;
+  response_promise& operator=(const response_promise&) = delete;
+  ~response_promise() {
+    if (pending()) deliver(error{errc::runtime_error, "response promise dropped without an answer"});
+  }
+
+  bool pending() const noexcept { return static_cast<bool>(requester_); }
+
+  template <class... Ts>
+  void deliver(Ts&&... xs) {
+    if (!pending()) return;
+    std::uint64_t id = id_ != 0 ? (detail::response_bit | id_) : 0;
+    auto* n = detail::make_message(std::move(self_), id, std::forward<Ts>(xs)...);
+    actor_cell::deliver(requester_, n);
+    requester_ = actor{};
+  }
+
+ private:
+  actor self_;
+  actor requester_;
+  std::uint64_t id_ = 0;
+};
+
+}  // namespace troupe

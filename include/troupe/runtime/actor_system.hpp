@@ -1,0 +1,196 @@
+// actor_system.hpp: owns the worker threads, the timer, the registry and the
+// groups, and spawns actors. One per program is usual; several may coexist.
+//   troupe::actor_system sys{troupe::config{}.workers(2)};
+//   auto a = sys.spawn([](troupe::event_actor& self) { return troupe::behavior{...}; });
+//   sys.send(a, 42);
+// Shutdown (destructor or shutdown()): waits until no actor has work left
+// (every queued message is handled), then stops the remaining idle actors
+// with errc::system_shutdown, discards pending timers (counted as dead
+// letters), and joins every thread. Blocking actors must return from their
+// function (a kill makes their receive() throw) for shutdown to finish.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+#include "troupe/actor/blocking_actor.hpp"
+#include "troupe/actor/event_actor.hpp"
+#include "troupe/actor/group.hpp"
+#include "troupe/actor/registry.hpp"
+#include "troupe/runtime/config.hpp"
+
+namespace troupe {
+
+namespace detail {
+class timer_task;
+
+template <class F, class... Args>
+class function_actor final : public event_actor {
+ public:
+  template <class G, class... Us>
+  explicit function_actor(G&& f, Us&&... xs) : fun_{std::forward<G>(f)}, args_{std::forward<Us>(xs)...} {}
+
+ protected:
+  behavior make_behavior() override {
+    using result = decltype(std::apply(fun_, std::tuple_cat(std::tuple<event_actor&>{*this}, args_)));
+    if constexpr (std::is_void_v<result>) {
+      std::apply(fun_, std::tuple_cat(std::tuple<event_actor&>{*this}, std::move(args_)));
+      return {};
+    } else {
+      return std::apply(fun_, std::tuple_cat(std::tuple<event_actor&>{*this}, std::move(args_)));
+    }
+  }
+
+ private:
+  F fun_;
+  std::tuple<Args...> args_;
+};
+}  // namespace detail
+
+class actor_system {
+  friend class scoped_actor;
+
+ public:
+  explicit actor_system(config cfg = config{});
+  ~actor_system();
+  actor_system(const actor_system&) = delete;
+  actor_system& operator=(const actor_system&) = delete;
+
+  const config& cfg() const noexcept;
+
+  // --- spawning ---
+  /// Event-based actor from a function `behavior f(event_actor&, Args...)`
+  /// (or returning void and calling become()).
+  template <class F, class... Args>
+    requires std::is_invocable_v<F&, event_actor&, std::decay_t<Args>&...>
+  actor spawn(F fun, Args&&... args) {
+    return launch(construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun),
+                                                                               std::forward<Args>(args)...),
+                  false);
+  }
+  /// Event-based actor from a class deriving from event_actor.
+  template <class A, class... Args>
+    requires std::is_base_of_v<event_actor, A>
+  actor spawn(Args&&... args) {
+    return launch(construct<A>(std::forward<Args>(args)...), false);
+  }
+  /// Like spawn, but the actor gets a thread of its own (pinned with the
+  /// detached affinity); use for actors that must not share a worker.
+  template <class F, class... Args>
+    requires std::is_invocable_v<F&, event_actor&, std::decay_t<Args>&...>
+  actor spawn_detached(F fun, Args&&... args) {
+    return launch(construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun),
+                                                                               std::forward<Args>(args)...),
+                  true);
+  }
+  template <class A, class... Args>
+    requires std::is_base_of_v<event_actor, A>
+  actor spawn_detached(Args&&... args) {
+    return launch(construct<A>(std::forward<Args>(args)...), true);
+  }
+  /// Blocking actor: runs `f(blocking_actor&, Args...)` on its own thread
+  /// (pinned with the blocking affinity); it ends when f returns.
+  template <class F, class... Args>
+    requires std::is_invocable_v<F&, blocking_actor&, std::decay_t<Args>&...>
+  actor spawn_blocking(F fun, Args&&... args) {
+    auto* self = construct<blocking_actor>();
+    std::function<void(blocking_actor&)> body =
+        [fun = std::move(fun), tup = std::make_tuple(std::forward<Args>(args)...)](blocking_actor& b) mutable {
+          std::apply([&](auto&... xs) { fun(b, xs...); }, tup);
+        };
+    return launch_blocking(self, std::move(body));
+  }
+
+  // --- messaging from outside any actor (anonymous sender) ---
+  template <class... Ts>
+  void send(const actor& dest, Ts&&... xs) {
+    actor_cell::deliver(dest, detail::make_message(actor{}, 0, std::forward<Ts>(xs)...));
+  }
+  template <class Rep, class Period, class... Ts>
+  void delayed_send(const actor& dest, std::chrono::duration<Rep, Period> delay, Ts&&... xs) {
+    detail::deliver_later(*this, dest, detail::make_message(actor{}, 0, std::forward<Ts>(xs)...),
+                          std::chrono::duration_cast<std::chrono::nanoseconds>(delay), priority::normal);
+  }
+
+  actor_registry& registry() noexcept;
+  group_manager& groups() noexcept;
+
+  /// Drains, stops idle actors and joins every thread; idempotent.
+  void shutdown();
+
+  // --- counters ---
+  /// Messages that could not be delivered: receiver gone, or left in a
+  /// mailbox when its actor ended, or a timer discarded at shutdown.
+  std::uint64_t dead_letters() const noexcept;
+  /// Messages no handler accepted (with the default default-handler).
+  std::uint64_t unexpected_messages() const noexcept;
+  /// Actors spawned by this system that have not ended yet.
+  std::size_t live_actors() const noexcept;
+  std::size_t worker_count() const noexcept;
+
+  // --- used by the runtime itself ---
+  void schedule(detail::resumable* r) noexcept;
+  void add_timer(std::chrono::steady_clock::time_point when, std::unique_ptr<detail::timer_task> t);
+  void count_dead_letter() noexcept;
+  void count_unexpected() noexcept;
+  void remove_live(actor_cell* c) noexcept;
+  /// Actors on their own threads report each handled message here, so that
+  /// shutdown can tell when the whole system has gone quiet.
+  void note_activity() noexcept;
+  std::uint64_t next_actor_id() noexcept;
+
+ private:
+  struct impl;
+
+  template <class A, class... Args>
+  A* construct(Args&&... args) {
+    auto& slot = detail::constructing_system();
+    auto* previous = std::exchange(slot, this);
+    struct restore {
+      actor_system*& s;
+      actor_system* p;
+      ~restore() { s = p; }
+    } guard{slot, previous};
+    return new A(std::forward<Args>(args)...);
+  }
+  actor launch(event_actor* a, bool detached);
+  actor launch_blocking(blocking_actor* a, std::function<void(blocking_actor&)> body);
+  void add_live(actor_cell* c);
+
+  std::unique_ptr<impl> impl_;
+};
+
+/// A blocking actor owned by the current thread (main, tests, adapters):
+///   troupe::scoped_actor self{sys};
+///   self->request(a, 1s, get_atom{}).receive([](int v) {...}, [](troupe::error& e) {...});
+/// It ends when the scoped_actor goes out of scope; it must not outlive the system.
+class scoped_actor {
+ public:
+  explicit scoped_actor(actor_system& sys);
+  ~scoped_actor();
+  scoped_actor(const scoped_actor&) = delete;
+  scoped_actor& operator=(const scoped_actor&) = delete;
+
+  blocking_actor* operator->() const noexcept { return self_; }
+  blocking_actor& operator*() const noexcept { return *self_; }
+  actor handle() const noexcept { return self_->handle(); }
+
+ private:
+  blocking_actor* self_;
+};
+
+template <class F, class... Args>
+auto local_actor::spawn(F fun, Args&&... args) {
+  return system().spawn(std::move(fun), std::forward<Args>(args)...);
+}
+template <class A, class... Args>
+actor local_actor::spawn(Args&&... args) {
+  return system().template spawn<A>(std::forward<Args>(args)...);
+}
+
+}  // namespace troupe

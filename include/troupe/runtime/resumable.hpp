@@ -1,0 +1,23 @@
+// resumable.hpp: what the scheduler runs. An actor (or a pattern worker)
+// becomes runnable, is queued once, and its resume() processes up to
+// `throughput` units of work before handing the worker back.
+#pragma once
+
+#include <cstddef>
+
+namespace troupe::detail {
+
+enum class resume_result {
+  done,   ///< idle or finished: the scheduler forgets it (it re-queues itself when needed)
+  again,  ///< still has work: queue it again behind the others (fairness)
+};
+
+class resumable {
+ public:
+  virtual resume_result resume(std::size_t throughput) = 0;
+
+ protected:
+  ~resumable() = default;
+};
+
+}  // namespace troupe::detail

@@ -1,0 +1,15 @@
+// troupe.hpp: the whole public API in one include.
+#pragma once
+
+#include "troupe/actor/actor.hpp"
+#include "troupe/actor/behavior.hpp"
+#include "troupe/actor/blocking_actor.hpp"
+#include "troupe/actor/error.hpp"
+#include "troupe/actor/event_actor.hpp"
+#include "troupe/actor/group.hpp"
+#include "troupe/actor/message.hpp"
+#include "troupe/actor/registry.hpp"
+#include "troupe/actor/system_messages.hpp"
+#include "troupe/runtime/actor_system.hpp"
+#include "troupe/runtime/config.hpp"
+#include "troupe/util/affinity.hpp"

@@ -1,0 +1,330 @@
+#include "troupe/actor/actor_cell.hpp"
+
+#include <array>
+#include <mutex>
+#include <thread>
+
+#include "troupe/actor/group.hpp"
+#include "troupe/actor/local_actor.hpp"
+#include "troupe/runtime/actor_system.hpp"
+#include "troupe/util/cache.hpp"
+
+namespace troupe {
+
+namespace detail {
+void add_ref(actor_cell* c) noexcept { c->add_ref(); }
+void release(actor_cell* c) noexcept { c->release(); }
+actor_system*& constructing_system() noexcept {
+  thread_local actor_system* sys = nullptr;
+  return sys;
+}
+}  // namespace detail
+
+std::uint64_t actor::id() const noexcept { return cell_ != nullptr ? cell_->id() : 0; }
+
+namespace {
+
+// Links and monitors change rarely: a fixed table of mutexes, picked by the
+// cell's address, guards them instead of a mutex in every actor.
+std::mutex& stripe(const void* p) noexcept {
+  static std::array<std::mutex, 64> locks;
+  return locks[(reinterpret_cast<std::uintptr_t>(p) >> 6) % locks.size()];
+}
+
+void wait_a_little(unsigned& spins) noexcept {
+  if (++spins < 64) cpu_relax();
+  else std::this_thread::yield();
+}
+
+}  // namespace
+
+struct actor_cell::extras {
+  std::vector<actor> monitors;
+  std::vector<actor> links;
+  error reason;  // valid once the cell has exited
+};
+
+actor_cell::actor_cell(actor_system& sys)
+    : sys_{&sys}, word_{ref_one + mail_one}, id_{sys.next_actor_id()} {}
+
+actor_cell::~actor_cell() { delete extras_; }
+
+void* actor_cell::operator new(std::size_t size) { return pool_allocate(size); }
+void actor_cell::operator delete(void* p, std::size_t size) noexcept { pool_deallocate(p, size); }
+
+void actor_cell::release() noexcept {
+  auto now = word_.fetch_sub(ref_one, std::memory_order_acq_rel) - ref_one;
+  if ((now & ~closed_bit) == 0) last_release(now);
+}
+
+bool actor_cell::try_add_ref() noexcept {
+  auto w = word_.load(std::memory_order_acquire);
+  do {
+    if ((w & closed_bit) != 0 || w == 0) return false;
+  } while (!word_.compare_exchange_weak(w, w + ref_one, std::memory_order_acq_rel));
+  return true;
+}
+
+void actor_cell::last_release(std::uint64_t word) noexcept {
+  if ((word & closed_bit) != 0) {
+    delete this;
+    return;
+  }
+  // No handle and no message: the actor can never run again.
+  add_ref();
+  terminate(error{errc::unreachable, "no handle and no message left"}, 0);
+  release();
+}
+
+bool actor_cell::enqueue(detail::message_node* n, priority p) noexcept {
+  auto prev = word_.fetch_add(mail_one, std::memory_order_acq_rel);
+  if ((prev & closed_bit) != 0) {
+    // The caller holds a handle, so this cannot drop the cell to zero.
+    word_.fetch_sub(mail_one, std::memory_order_acq_rel);
+    dead_letter(n, error{errc::actor_exited, "the receiver has ended"});
+    return false;
+  }
+  (p == priority::urgent ? urgent_ : normal_).push(n);
+  if ((prev & mail_mask) == 0) wake();
+  return true;
+}
+
+bool actor_cell::enqueue_if(detail::message_node* n, std::size_t limit) noexcept {
+  auto w = word_.load(std::memory_order_acquire);
+  do {
+    if ((w & closed_bit) != 0) {
+      dead_letter(n, error{errc::actor_exited, "the receiver has ended"});
+      return false;
+    }
+    if (((w & mail_mask) >> 32) >= limit) {
+      detail::destroy_message(n);
+      return false;
+    }
+  } while (!word_.compare_exchange_weak(w, w + mail_one, std::memory_order_acq_rel));
+  normal_.push(n);
+  if ((w & mail_mask) == 0) wake();
+  return true;
+}
+
+void actor_cell::deliver(const actor& dest, detail::message_node* n, priority p) noexcept {
+  if (dest) {
+    dest->enqueue(n, p);
+    return;
+  }
+  // No receiver at all: only the sender's system can count it.
+  if (n->sender) n->sender->sys_->count_dead_letter();
+  detail::destroy_message(n);
+}
+
+void actor_cell::dead_letter(detail::message_node* n, const error& why) noexcept {
+  sys_->count_dead_letter();
+  if (n->is_request() && n->sender) {
+    try {
+      auto* reply = detail::make_message(actor{}, detail::response_bit | n->id, why);
+      n->sender->enqueue(reply);
+    } catch (...) {
+      // Out of memory while answering: the requester's timeout must do.
+    }
+  }
+  detail::destroy_message(n);
+}
+
+std::size_t actor_cell::settle(std::size_t consumed, bool& freed) noexcept {
+  freed = false;
+  if (consumed == 0) return (word_.load(std::memory_order_acquire) & mail_mask) >> 32;
+  auto now = word_.fetch_sub(consumed * mail_one, std::memory_order_acq_rel) - consumed * mail_one;
+  if (now == 0) {
+    freed = true;
+    last_release(0);
+    return 0;
+  }
+  return (now & mail_mask) >> 32;
+}
+
+void actor_cell::terminate(error reason, std::size_t consumed) noexcept {
+  auto prev = word_.fetch_or(closed_bit, std::memory_order_acq_rel);
+  std::uint64_t total = (prev & mail_mask) >> 32;
+  // Messages announced before the close: wait for each (a producer may be
+  // between its two steps) and bounce it as a dead letter.
+  error gone{errc::actor_exited, "the receiver ended: " + reason.to_string()};
+  unsigned spins = 0;
+  for (std::uint64_t left = total - consumed; left > 0;) {
+    if (auto* n = pop()) {
+      dead_letter(n, gone);
+      --left;
+    } else {
+      wait_a_little(spins);
+    }
+  }
+  on_exit();
+  notify_exit(reason);
+  sys_->remove_live(this);
+  auto now = word_.fetch_sub(total * mail_one, std::memory_order_acq_rel) - total * mail_one;
+  if ((now & ~closed_bit) == 0) delete this;
+}
+
+actor_cell::extras& actor_cell::ensure_extras() {
+  if (extras_ == nullptr) extras_ = new extras;
+  return *extras_;
+}
+
+void actor_cell::notify_exit(const error& reason) noexcept {
+  std::vector<actor> monitors;
+  std::vector<actor> links;
+  {
+    std::lock_guard<std::mutex> guard{stripe(this)};
+    exited_ = true;
+    if (extras_ != nullptr) {
+      extras_->reason = reason;
+      monitors.swap(extras_->monitors);
+      links.swap(extras_->links);
+    }
+  }
+  if (monitors.empty() && links.empty()) return;
+  actor me{this, true};
+  try {
+    for (auto& m : monitors) deliver(m, detail::make_message(me, 0, down_msg{me, reason}), priority::urgent);
+    for (auto& l : links) deliver(l, detail::make_message(me, 0, exit_msg{me, reason}), priority::urgent);
+  } catch (...) {
+    // Out of memory: nothing sensible is left to do for the watchers.
+  }
+}
+
+void actor_cell::add_monitor(const actor& watcher) {
+  error reason;
+  {
+    std::lock_guard<std::mutex> guard{stripe(this)};
+    if (!exited_) {
+      ensure_extras().monitors.push_back(watcher);
+      return;
+    }
+    reason = extras_ != nullptr ? extras_->reason : error{errc::actor_exited, "had already ended"};
+  }
+  actor me{this, true};
+  deliver(watcher, detail::make_message(me, 0, down_msg{me, reason}), priority::urgent);
+}
+
+void actor_cell::remove_monitor(const actor& watcher) {
+  std::lock_guard<std::mutex> guard{stripe(this)};
+  if (extras_ == nullptr) return;
+  auto& v = extras_->monitors;
+  for (auto it = v.begin(); it != v.end(); ++it)
+    if (*it == watcher) {
+      v.erase(it);
+      return;
+    }
+}
+
+void actor_cell::link(actor_cell& a, actor_cell& b) {
+  // Each side records the other; a side that has already ended tells the
+  // other one at once.
+  auto attach = [](actor_cell& self, actor_cell& other) {
+    error reason;
+    {
+      std::lock_guard<std::mutex> guard{stripe(&self)};
+      if (!self.exited_) {
+        auto& v = self.ensure_extras().links;
+        for (auto& l : v)
+          if (l.get() == &other) return;
+        v.push_back(other.handle());
+        return;
+      }
+      reason = self.extras_ != nullptr ? self.extras_->reason : error{errc::actor_exited, "had already ended"};
+    }
+    actor me{&self, true};
+    deliver(other.handle(), detail::make_message(me, 0, exit_msg{me, reason}), priority::urgent);
+  };
+  attach(a, b);
+  attach(b, a);
+}
+
+void actor_cell::unlink(actor_cell& a, actor_cell& b) {
+  auto detach = [](actor_cell& self, actor_cell& other) {
+    std::lock_guard<std::mutex> guard{stripe(&self)};
+    if (self.extras_ == nullptr) return;
+    auto& v = self.extras_->links;
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (it->get() == &other) {
+        v.erase(it);
+        return;
+      }
+  };
+  detach(a, b);
+  detach(b, a);
+}
+
+// ------------------------------------------------------------ local_actor
+
+namespace {
+actor_system& system_under_construction() {
+  auto* sys = detail::constructing_system();
+  if (sys == nullptr) throw std::logic_error("troupe: actors are created by actor_system::spawn, not directly");
+  return *sys;
+}
+}  // namespace
+
+local_actor::local_actor() : actor_cell{system_under_construction()} {}
+
+void local_actor::link_to(const actor& other) {
+  if (other) actor_cell::link(*this, *other);
+}
+void local_actor::unlink_from(const actor& other) {
+  if (other) actor_cell::unlink(*this, *other);
+}
+void local_actor::monitor(const actor& other) {
+  if (other) other->add_monitor(handle());
+}
+void local_actor::demonitor(const actor& other) {
+  if (other) other->remove_monitor(handle());
+}
+
+void local_actor::join(const group& g) {
+  if (!g) return;
+  g.subscribe(handle());
+  groups_.push_back(g.state());
+}
+void local_actor::leave(const group& g) {
+  if (!g) return;
+  g.unsubscribe(handle());
+  std::erase(groups_, g.state());
+}
+void local_actor::on_exit() noexcept {
+  auto me = handle();
+  for (auto& s : groups_) group{s}.unsubscribe(me);
+  groups_.clear();
+}
+
+// ------------------------------------------------------------------ group
+
+void group::subscribe(const actor& a) const {
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  for (auto& s : *state_->subscribers)
+    if (s == a) return;
+  auto next = std::make_shared<std::vector<actor>>(*state_->subscribers);
+  next->push_back(a);
+  state_->subscribers = std::move(next);
+}
+
+void group::unsubscribe(const actor& a) const {
+  std::lock_guard<std::mutex> guard{state_->mtx};
+  auto next = std::make_shared<std::vector<actor>>(*state_->subscribers);
+  std::erase(*next, a);
+  state_->subscribers = std::move(next);
+}
+
+group group_manager::get(const std::string& name) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& s = groups_[name];
+  if (!s) s = std::make_shared<detail::group_state>(name);
+  return group{s};
+}
+
+void group_manager::clear() {
+  std::unordered_map<std::string, std::shared_ptr<detail::group_state>> old;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    old.swap(groups_);
+  }
+}
+
+}  // namespace troupe

@@ -1,0 +1,139 @@
+#include "troupe/actor/blocking_actor.hpp"
+
+#include <thread>
+
+#include "troupe/runtime/actor_system.hpp"
+#include "troupe/util/cache.hpp"
+
+namespace troupe {
+
+blocking_actor::blocking_actor() {
+  own_thread_ = true;
+  sem_ = std::make_unique<std::counting_semaphore<>>(0);
+  drop_spawn_token();
+}
+
+blocking_actor::~blocking_actor() {
+  for (auto* n : stash_) detail::destroy_message(n);
+}
+
+void blocking_actor::wake() noexcept { sem_->release(); }
+
+detail::message_node* blocking_actor::next_from_mailbox(std::optional<clock::time_point> deadline) {
+  unsigned spins = 0;
+  for (;;) {
+    if (auto* n = pop()) {
+      ++consumed_;
+      system().note_activity();
+      return n;
+    }
+    bool freed = false;
+    auto left = settle(consumed_, freed);  // never frees: our owner holds a handle
+    consumed_ = 0;
+    if (left > 0) {  // a sender is between its two steps
+      if (++spins < 64) cpu_relax();
+      else std::this_thread::yield();
+      continue;
+    }
+    waiting_.store(true, std::memory_order_release);
+    bool woken = true;
+    if (deadline) woken = sem_->try_acquire_until(*deadline);
+    else sem_->acquire();
+    waiting_.store(false, std::memory_order_release);
+    if (!woken) {
+      if (auto* n = pop()) {
+        ++consumed_;
+        return n;
+      }
+      return nullptr;
+    }
+  }
+}
+
+bool blocking_actor::handle_system(detail::message_node& n) {
+  if (n.holds<exit_msg>()) {
+    auto& m = std::get<0>(detail::values_of<exit_msg>(n));
+    if (m.source) actor_cell::unlink(*this, *m.source);
+    if (exit_handler_) exit_handler_(m);
+    else if (m.reason) throw actor_exited{m.reason};
+  } else if (n.holds<down_msg>()) {
+    if (down_handler_) down_handler_(std::get<0>(detail::values_of<down_msg>(n)));
+  } else if (n.holds<detail::kill_msg>()) {
+    throw actor_exited{std::get<0>(detail::values_of<detail::kill_msg>(n)).reason};
+  }
+  return true;
+}
+
+bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> deadline) {
+  auto dispatch = [&](detail::message_node* n) {
+    std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
+    current_ = n;
+    struct reset {
+      detail::message_node*& c;
+      ~reset() { c = nullptr; }
+    } r{current_};
+    try {
+      b.invoke(*this, *n);
+    } catch (const std::exception& e) {
+      if (n->is_request() && n->sender)
+        deliver(n->sender, detail::make_message(handle(), detail::response_bit | n->id,
+                                                error{errc::unhandled_exception, e.what()}));
+      throw;
+    }
+  };
+  for (auto it = stash_.begin(); it != stash_.end(); ++it)
+    if (!(*it)->is_response() && b.accepts(**it)) {
+      auto* n = *it;
+      stash_.erase(it);
+      dispatch(n);
+      return true;
+    }
+  for (;;) {
+    auto* n = next_from_mailbox(deadline);
+    if (n == nullptr) return false;
+    if (n->vt->system) {
+      std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
+      handle_system(*n);
+      continue;
+    }
+    if (!n->is_response() && b.accepts(*n)) {
+      dispatch(n);
+      return true;
+    }
+    stash_.push_back(n);  // for a later receive
+  }
+}
+
+detail::message_node* blocking_actor::await_response(std::uint64_t id,
+                                                     std::optional<clock::time_point> deadline) {
+  const auto wanted = detail::response_bit | id;
+  for (auto it = stash_.begin(); it != stash_.end(); ++it)
+    if ((*it)->id == wanted) {
+      auto* n = *it;
+      stash_.erase(it);
+      return n;
+    }
+  for (;;) {
+    auto* n = next_from_mailbox(deadline);
+    if (n == nullptr) return nullptr;
+    if (n->id == wanted) return n;
+    if (n->vt->system) {
+      std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
+      handle_system(*n);
+      continue;
+    }
+    stash_.push_back(n);
+  }
+}
+
+void blocking_actor::finish(error reason) noexcept {
+  if (finished_) return;
+  finished_ = true;
+  error gone{errc::actor_exited, "the receiver ended: " + reason.to_string()};
+  for (auto* n : stash_) dead_letter(n, gone);
+  stash_.clear();
+  terminate(std::move(reason), consumed_);
+  consumed_ = 0;
+}
+
+}  // namespace troupe

@@ -1,0 +1,206 @@
+#include "troupe/actor/event_actor.hpp"
+
+#include <thread>
+
+#include "../runtime/timer.hpp"
+#include "troupe/runtime/actor_system.hpp"
+#include "troupe/util/cache.hpp"
+
+namespace troupe {
+
+namespace detail {
+
+void reply_empty(actor_cell& self, message_node& request) noexcept {
+  if (!request.is_request() || !request.sender) return;
+  try {
+    actor_cell::deliver(request.sender, make_message(self.handle(), response_bit | request.id));
+  } catch (...) {
+    // Out of memory: the requester's timeout must do.
+  }
+}
+
+namespace {
+class delivery_task final : public timer_task {
+ public:
+  delivery_task(actor dest, message_node* n, priority p) : dest_{std::move(dest)}, msg_{n}, prio_{p} {}
+  ~delivery_task() override {
+    if (msg_ != nullptr) destroy_message(msg_);
+  }
+  void fire() noexcept override { actor_cell::deliver(dest_, std::exchange(msg_, nullptr), prio_); }
+  // At shutdown the receiver has ended: delivering makes it a counted dead letter.
+  void discard() noexcept override { fire(); }
+
+ private:
+  actor dest_;
+  message_node* msg_;
+  priority prio_;
+};
+}  // namespace
+
+void deliver_later(actor_system& sys, const actor& dest, message_node* n, std::chrono::nanoseconds delay,
+                   priority p) {
+  std::unique_ptr<timer_task> task;
+  try {
+    task = std::make_unique<delivery_task>(dest, n, p);
+  } catch (...) {
+    destroy_message(n);
+    throw;
+  }
+  sys.add_timer(std::chrono::steady_clock::now() + delay, std::move(task));
+}
+
+}  // namespace detail
+
+event_actor::~event_actor() = default;
+
+void event_actor::wake() noexcept {
+  if (sem_) sem_->release();
+  else system().schedule(this);
+}
+
+void event_actor::on_exit() noexcept {
+  bhvr_ = behavior{};
+  pending_.reset();
+  hooks_.reset();
+  local_actor::on_exit();
+}
+
+detail::resume_result event_actor::resume(std::size_t throughput) {
+  using detail::resume_result;
+  std::size_t consumed = 0;
+  if (!initialized_) {
+    initialized_ = true;
+    consumed = 1;  // the token spawn put in the mailbox count
+    try {
+      bhvr_ = make_behavior();
+    } catch (const std::exception& e) {
+      quit(error{errc::unhandled_exception, e.what()});
+    } catch (...) {
+      quit(error{errc::unhandled_exception, "unknown exception in make_behavior"});
+    }
+    if (!quit_ && !alive_without_messages()) quit();
+    if (quit_) {
+      error reason = std::move(*quit_);
+      terminate(std::move(reason), consumed);
+      return resume_result::done;
+    }
+  }
+  std::size_t handled = 0;
+  unsigned spins = 0;
+  for (;;) {
+    while (handled < throughput) {
+      auto* n = pop();
+      if (n == nullptr) break;
+      ++consumed;
+      ++handled;
+      dispatch(n);
+      if (quit_) {
+        error reason = std::move(*quit_);
+        terminate(std::move(reason), consumed);  // may free this
+        return resume_result::done;
+      }
+    }
+    bool freed = false;
+    auto left = settle(consumed, freed);
+    consumed = 0;
+    if (left == 0) return resume_result::done;  // idle: the next sender reschedules us
+    if (handled >= throughput) return resume_result::again;
+    // Announced but not yet linked: a sender is between its two steps.
+    if (++spins > 128) return resume_result::again;
+    cpu_relax();
+  }
+}
+
+void event_actor::dispatch(detail::message_node* n) {
+  std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
+  current_ = n;
+  try {
+    if (n->is_response()) handle_response(*n);
+    else if (n->vt->system) handle_system(*n);
+    else if (!bhvr_.invoke(*this, *n)) handle_unexpected(*n);
+  } catch (const std::exception& e) {
+    error err{errc::unhandled_exception, e.what()};
+    if (n->is_request() && n->sender)
+      deliver(n->sender, detail::make_message(handle(), detail::response_bit | n->id, err));
+    quit_.emplace(std::move(err));
+  } catch (...) {
+    error err{errc::unhandled_exception, "unknown exception"};
+    if (n->is_request() && n->sender)
+      deliver(n->sender, detail::make_message(handle(), detail::response_bit | n->id, err));
+    quit_.emplace(std::move(err));
+  }
+  current_ = nullptr;
+  if (!quit_ && !alive_without_messages()) quit();
+}
+
+void event_actor::handle_system(detail::message_node& n) {
+  if (n.holds<exit_msg>()) {
+    auto& m = std::get<0>(detail::values_of<exit_msg>(n));
+    if (m.source) actor_cell::unlink(*this, *m.source);
+    if (hooks_ && hooks_->exit) hooks_->exit(m);
+    else if (m.reason) quit(m.reason);
+  } else if (n.holds<down_msg>()) {
+    if (hooks_ && hooks_->down) hooks_->down(std::get<0>(detail::values_of<down_msg>(n)));
+  } else if (n.holds<detail::kill_msg>()) {
+    quit_.emplace(std::get<0>(detail::values_of<detail::kill_msg>(n)).reason);
+  } else if (n.holds<detail::timeout_msg>()) {
+    auto id = std::get<0>(detail::values_of<detail::timeout_msg>(n)).request_id;
+    if (!pending_) return;
+    auto it = pending_->find(id);
+    if (it == pending_->end()) return;  // answered in time
+    auto h = std::move(it->second);
+    pending_->erase(it);
+    error e{errc::request_timeout, "no response within the request's timeout"};
+    if (h) h->fail(*this, std::move(e));
+  }
+}
+
+void event_actor::handle_response(detail::message_node& n) {
+  auto id = n.id & ~detail::response_bit;
+  if (pending_) {
+    auto it = pending_->find(id);
+    if (it != pending_->end()) {
+      auto h = std::move(it->second);
+      pending_->erase(it);
+      if (h) h->handle(*this, n);
+      return;
+    }
+  }
+  // Too late (timed out) or never awaited: visible, not silent.
+  system().count_dead_letter();
+}
+
+void event_actor::handle_unexpected(detail::message_node& n) {
+  if (hooks_ && hooks_->fallback) {
+    message m{n};
+    hooks_->fallback(m);
+    return;
+  }
+  system().count_unexpected();
+  if (n.is_request() && n.sender) {
+    error e{errc::unexpected_message, std::string{"no handler for "} + n.vt->type_name()};
+    deliver(n.sender, detail::make_message(handle(), detail::response_bit | n.id, std::move(e)));
+  }
+}
+
+void event_actor::handle_request_error(error e) {
+  if (hooks_ && hooks_->on_error) hooks_->on_error(e);
+  else quit(std::move(e));
+}
+
+void event_actor::register_request(std::uint64_t id, std::chrono::nanoseconds timeout) {
+  if (!pending_) pending_ = std::make_unique<decltype(pending_)::element_type>();
+  (*pending_)[id] = nullptr;
+  if (timeout != infinite)
+    detail::deliver_later(system(), handle(), detail::make_message(actor{}, 0, detail::timeout_msg{id}), timeout,
+                          priority::urgent);
+}
+
+response_promise event_actor::make_response_promise() {
+  if (current_ == nullptr) return {};
+  auto id = current_->is_request() ? current_->id : 0;
+  current_->id = 0;  // the handler's own return value no longer answers it
+  return response_promise{handle(), current_->sender, id};
+}
+
+}  // namespace troupe

@@ -1,0 +1,157 @@
+#include "troupe/runtime/config.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+
+#include "troupe/util/affinity.hpp"
+
+namespace troupe {
+
+std::string_view to_string(polling p) noexcept {
+  switch (p) {
+    case polling::aggressive: return "aggressive";
+    case polling::moderate: return "moderate";
+    case polling::relaxed: return "relaxed";
+  }
+  return "unknown";
+}
+
+config_error::config_error(std::string key, std::string value, std::string problem)
+    : std::invalid_argument("config key '" + key + "' with value '" + value + "': " + problem),
+      key_{std::move(key)},
+      value_{std::move(value)} {}
+
+namespace {
+
+std::size_t parse_count(std::string_view key, std::string_view value, std::size_t min,
+                        std::size_t max) {
+  std::size_t n = 0;
+  auto* first = value.data();
+  auto* last = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(first, last, n);
+  if (value.empty() || ec == std::errc::invalid_argument || ptr != last)
+    throw config_error(std::string{key}, std::string{value}, "expected a non-negative integer");
+  if (ec == std::errc::result_out_of_range || n < min || n > max)
+    throw config_error(std::string{key}, std::string{value},
+                       "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  return n;
+}
+
+// Validates syntax and that the cores exist; reports as a config error.
+std::string checked_affinity(std::string_view key, std::string s) {
+  try {
+    (void)affinity::parse_for_machine(s);
+  } catch (const affinity_error& e) {
+    throw config_error(std::string{key}, s, e.what());
+  }
+  return s;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+constexpr std::size_t max_workers = 4096;
+
+}  // namespace
+
+config& config::workers(std::size_t n) {
+  if (n > max_workers)
+    throw config_error("workers", std::to_string(n),
+                       "must be between 0 and " + std::to_string(max_workers));
+  workers_ = n;
+  return *this;
+}
+
+config& config::polling_strategy(polling p) {
+  polling_ = p;
+  return *this;
+}
+
+config& config::throughput(std::size_t n) {
+  if (n == 0) throw config_error("throughput", "0", "must be at least 1");
+  throughput_ = n;
+  return *this;
+}
+
+config& config::worker_affinity(std::string s) {
+  worker_affinity_ = checked_affinity("worker-affinity", std::move(s));
+  return *this;
+}
+config& config::detached_affinity(std::string s) {
+  detached_affinity_ = checked_affinity("detached-affinity", std::move(s));
+  return *this;
+}
+config& config::blocking_affinity(std::string s) {
+  blocking_affinity_ = checked_affinity("blocking-affinity", std::move(s));
+  return *this;
+}
+
+config& config::set(std::string_view key, std::string_view value) {
+  value = trim(value);
+  if (key == "workers") return workers(parse_count(key, value, 0, max_workers));
+  if (key == "throughput") return throughput(parse_count(key, value, 1, SIZE_MAX));
+  if (key == "polling") {
+    if (value == "aggressive") return polling_strategy(polling::aggressive);
+    if (value == "moderate") return polling_strategy(polling::moderate);
+    if (value == "relaxed") return polling_strategy(polling::relaxed);
+    throw config_error("polling", std::string{value}, "expected aggressive, moderate or relaxed");
+  }
+  if (key == "worker-affinity") return worker_affinity(std::string{value});
+  if (key == "detached-affinity") return detached_affinity(std::string{value});
+  if (key == "blocking-affinity") return blocking_affinity(std::string{value});
+  throw config_error(std::string{key}, std::string{value},
+                     "unknown key (known: workers, polling, throughput, worker-affinity, "
+                     "detached-affinity, blocking-affinity)");
+}
+
+config& config::load_env() {
+  static constexpr std::pair<const char*, const char*> vars[] = {
+      {"TROUPE_WORKERS", "workers"},
+      {"TROUPE_POLLING", "polling"},
+      {"TROUPE_THROUGHPUT", "throughput"},
+      {"TROUPE_WORKER_AFFINITY", "worker-affinity"},
+      {"TROUPE_DETACHED_AFFINITY", "detached-affinity"},
+      {"TROUPE_BLOCKING_AFFINITY", "blocking-affinity"},
+  };
+  for (auto [var, key] : vars)
+    if (const char* v = std::getenv(var)) set(key, v);
+  return *this;
+}
+
+config& config::load_file(const std::string& path) {
+  std::ifstream in{path};
+  if (!in) throw config_error("file", path, "cannot open the file");
+  std::string line;
+  std::size_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    std::string_view l = line;
+    if (auto hash = l.find('#'); hash != std::string_view::npos) l = l.substr(0, hash);
+    l = trim(l);
+    if (l.empty()) continue;
+    auto eq = l.find('=');
+    if (eq == std::string_view::npos)
+      throw config_error("file", path,
+                         "line " + std::to_string(line_no) + ": expected 'key = value', got '" +
+                             std::string{l} + "'");
+    try {
+      set(trim(l.substr(0, eq)), trim(l.substr(eq + 1)));
+    } catch (const config_error& e) {
+      throw config_error(e.key(), e.value(),
+                         path + " line " + std::to_string(line_no) + ": " + e.what());
+    }
+  }
+  return *this;
+}
+
+std::size_t config::effective_workers() const noexcept {
+  if (workers_ != 0) return workers_;
+  auto n = available_cores().size();
+  return n == 0 ? 1 : n;
+}
+
+}  // namespace troupe

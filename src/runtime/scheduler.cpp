@@ -1,0 +1,264 @@
+#include "scheduler.hpp"
+
+#include <algorithm>
+
+namespace troupe::detail {
+
+namespace {
+thread_local worker* current_worker = nullptr;
+
+// Search budget before parking, in rounds (a round visits every victim and
+// then pauses ~0.3-1 us): moderate ~50 us, relaxed ~5 us.
+constexpr std::uint32_t spin_rounds(polling p) {
+  switch (p) {
+    case polling::aggressive: return UINT32_MAX;
+    case polling::moderate: return 100;
+    case polling::relaxed: return 10;
+  }
+  return 100;
+}
+}  // namespace
+
+// ---------------------------------------------------------------- worker
+
+void worker::push_local(resumable* r) noexcept {
+  auto t = tail_.load(std::memory_order_relaxed);
+  auto h = head_.load(std::memory_order_acquire);
+  if (t - h >= ring_size) {
+    sched_->push_global(r);
+  } else {
+    ring_[t & (ring_size - 1)].store(r, std::memory_order_relaxed);
+    tail_.store(t + 1, std::memory_order_release);
+  }
+  sched_->notify_if_needed();
+}
+
+void worker::put_next(resumable* r) noexcept {
+  if (resumable* old = next_.exchange(r, std::memory_order_acq_rel)) push_local(old);
+  else sched_->notify_if_needed();
+}
+
+resumable* worker::steal() noexcept {
+  auto h = head_.load(std::memory_order_acquire);
+  for (;;) {
+    auto t = tail_.load(std::memory_order_acquire);
+    if (h >= t) return nullptr;
+    resumable* r = ring_[h & (ring_size - 1)].load(std::memory_order_relaxed);
+    if (head_.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+      return r;
+  }
+}
+
+resumable* worker::steal_next(resumable* expected) noexcept {
+  if (expected == nullptr) return nullptr;
+  if (next_.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel)) return expected;
+  return nullptr;
+}
+
+bool worker::has_work() const noexcept {
+  return head_.load(std::memory_order_acquire) < tail_.load(std::memory_order_acquire) ||
+         next_.load(std::memory_order_acquire) != nullptr;
+}
+
+resumable* worker::pop_local() noexcept {
+  // The next slot first (locality), but not forever: after 32 runs in a row
+  // it goes to the back of the ring so older work gets its turn.
+  if (next_.load(std::memory_order_relaxed) != nullptr) {
+    if (++next_streak_ <= 32) {
+      if (auto* r = next_.exchange(nullptr, std::memory_order_acq_rel)) return r;
+    } else if (auto* r = next_.exchange(nullptr, std::memory_order_acq_rel)) {
+      push_local(r);
+    }
+  }
+  next_streak_ = 0;
+  return steal();  // own ring, FIFO
+}
+
+resumable* worker::find_work() noexcept {
+  // Every 61st pick looks at the global queue first, so external work is not
+  // starved by a busy local loop.
+  if (++tick_ % 61 == 0)
+    if (auto* r = sched_->pop_global()) return r;
+  if (auto* r = pop_local()) return r;
+  return sched_->pop_global();
+}
+
+resumable* worker::search() noexcept {
+  auto& s = *sched_;
+  const auto n = s.workers_.size();
+  const auto budget = spin_rounds(s.polling_);
+  for (;;) {
+    for (std::uint32_t round = 0; round < budget; ++round) {
+      if (s.stop_.load(std::memory_order_acquire)) return nullptr;
+      if (auto* r = s.pop_global()) return r;
+      auto start = static_cast<std::size_t>(rng_ % n);
+      rng_ = rng_ * 6364136223846793005ULL + 1442695040888963407ULL;
+      for (std::size_t i = 0; i < n; ++i) {
+        auto& victim = *s.workers_[(start + i) % n];
+        if (&victim == this) continue;
+        if (auto* r = victim.steal()) return r;
+        // Take a victim's next slot only if the same actor sat there for a
+        // whole round: its owner is busy with something long.
+        auto* seen = victim.next_.load(std::memory_order_acquire);
+        auto& before = seen_next_[victim.index_];
+        if (seen != nullptr && seen == before) {
+          before = nullptr;
+          if (auto* r = victim.steal_next(seen)) return r;
+        } else {
+          before = seen;
+        }
+      }
+      if (s.polling_ == polling::aggressive && round % 64 == 63) std::this_thread::yield();
+      for (int k = 0; k < 64; ++k) cpu_relax();
+    }
+    if (!park()) return nullptr;
+  }
+}
+
+bool worker::park() noexcept {
+  auto& s = *sched_;
+  {
+    std::lock_guard<std::mutex> guard{s.idle_mtx_};
+    s.idle_list_.push_back(this);
+    s.idle_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  s.searching_.fetch_sub(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Re-check after announcing: a producer that missed us will be seen here.
+  bool work = s.global_size_.load(std::memory_order_acquire) != 0;
+  for (auto& w : s.workers_) work = work || w->has_work();
+  if (work || s.stop_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> guard{s.idle_mtx_};
+    auto it = std::find(s.idle_list_.begin(), s.idle_list_.end(), this);
+    if (it != s.idle_list_.end()) {
+      s.idle_list_.erase(it);
+      s.idle_.fetch_sub(1, std::memory_order_seq_cst);
+      s.searching_.fetch_add(1, std::memory_order_seq_cst);
+      return !s.stop_.load(std::memory_order_acquire);
+    }
+    // A waker already took us off the list; its flag is on the way.
+  }
+  while (wake_flag_.load(std::memory_order_acquire) == 0) wake_flag_.wait(0, std::memory_order_acquire);
+  wake_flag_.store(0, std::memory_order_relaxed);
+  return !s.stop_.load(std::memory_order_acquire);
+}
+
+void worker::run(const std::vector<int>& cores) {
+  current_worker = this;
+  pin_current_thread(cores);
+  seen_next_.assign(sched_->workers_.size(), nullptr);
+  const auto throughput = sched_->throughput_;
+  auto& searching = sched_->searching_;
+  searching.fetch_add(1, std::memory_order_seq_cst);  // a worker without work is searching
+  for (;;) {
+    resumable* r = find_work();
+    if (r == nullptr) r = search();
+    if (r == nullptr) break;  // stop requested
+    // Leaving the search: if we were the last searcher, make sure someone
+    // else looks for the work that may follow.
+    if (searching.fetch_sub(1, std::memory_order_seq_cst) == 1) sched_->notify_if_needed();
+    do {
+      if (r->resume(throughput) == resume_result::again) push_local(r);
+      activations_.store(activations_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+      r = find_work();
+    } while (r != nullptr);
+    searching.fetch_add(1, std::memory_order_seq_cst);
+  }
+  current_worker = nullptr;
+}
+
+// ------------------------------------------------------------- scheduler
+
+scheduler::scheduler(std::size_t workers, polling p, std::size_t throughput, affinity aff)
+    : polling_{p}, throughput_{throughput}, affinity_{std::move(aff)} {
+  workers_.reserve(workers);
+  for (std::size_t i = 0; i < workers; ++i) workers_.push_back(std::make_unique<worker>(*this, i));
+}
+
+scheduler::~scheduler() { stop(); }
+
+void scheduler::start() {
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    std::vector<int> cores;
+    if (!affinity_.empty()) cores = affinity_.for_thread(i);
+    threads_.emplace_back([w = workers_[i].get(), cores] { w->run(cores); });
+  }
+}
+
+void scheduler::stop() noexcept {
+  if (stop_.exchange(true)) {
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+    return;
+  }
+  for (auto& w : workers_) {
+    w->wake_flag_.store(1, std::memory_order_release);
+    w->wake_flag_.notify_one();
+  }
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+void scheduler::schedule(resumable* r) noexcept {
+  if (worker* w = current_worker; w != nullptr && w->sched_ == this) {
+    w->put_next(r);
+    return;
+  }
+  push_global(r);
+  notify_if_needed();
+}
+
+void scheduler::push_global(resumable* r) noexcept {
+  {
+    std::lock_guard<std::mutex> guard{global_mtx_};
+    global_.push_back(r);
+  }
+  global_size_.fetch_add(1, std::memory_order_release);
+}
+
+resumable* scheduler::pop_global() noexcept {
+  if (global_size_.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard<std::mutex> guard{global_mtx_};
+  if (global_.empty()) return nullptr;
+  auto* r = global_.front();
+  global_.pop_front();
+  global_size_.fetch_sub(1, std::memory_order_release);
+  return r;
+}
+
+void scheduler::notify_if_needed() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (searching_.load(std::memory_order_relaxed) == 0 && idle_.load(std::memory_order_relaxed) != 0)
+    wake_one();
+}
+
+void scheduler::wake_one() noexcept {
+  worker* w = nullptr;
+  {
+    std::lock_guard<std::mutex> guard{idle_mtx_};
+    if (idle_list_.empty()) return;
+    // Another producer may have woken a searcher meanwhile.
+    if (searching_.load(std::memory_order_seq_cst) != 0) return;
+    w = idle_list_.back();
+    idle_list_.pop_back();
+    idle_.fetch_sub(1, std::memory_order_seq_cst);
+    searching_.fetch_add(1, std::memory_order_seq_cst);  // it wakes up searching
+  }
+  w->wake_flag_.store(1, std::memory_order_release);
+  w->wake_flag_.notify_one();
+}
+
+std::uint64_t scheduler::activations() const noexcept {
+  std::uint64_t sum = 0;
+  for (auto& w : workers_) sum += w->activations();
+  return sum;
+}
+
+bool scheduler::queues_empty() const noexcept {
+  if (global_size_.load(std::memory_order_acquire) != 0) return false;
+  for (auto& w : workers_)
+    if (w->has_work()) return false;
+  return true;
+}
+
+}  // namespace troupe::detail

@@ -1,0 +1,107 @@
+// Work-stealing scheduler (private to the library).
+//
+// Each worker owns: a "next" slot for the actor it woke last (runs right after
+// the current one, cache-hot; other workers may take it only if it stays put
+// for a whole search round), and a bounded FIFO ring it pushes to and pops
+// from; idle workers steal from the rings' heads. Work from outside the
+// workers (main thread, timers, detached actors) goes through a global queue.
+// Idle workers spin according to the polling strategy, then park on a futex;
+// a producer wakes a parked worker only when nobody is searching for work.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "troupe/runtime/config.hpp"
+#include "troupe/runtime/resumable.hpp"
+#include "troupe/util/affinity.hpp"
+#include "troupe/util/cache.hpp"
+
+namespace troupe::detail {
+
+class scheduler;
+
+class alignas(cache_line) worker {
+ public:
+  static constexpr std::uint64_t ring_size = 1024;
+
+  worker(scheduler& s, std::size_t index) : sched_{&s}, index_{index} {}
+
+  void run(const std::vector<int>& cores);
+  void push_local(resumable* r) noexcept;  // owner only
+  void put_next(resumable* r) noexcept;    // owner only
+  resumable* steal() noexcept;             // any thread
+  resumable* steal_next(resumable* expected) noexcept;
+  bool has_work() const noexcept;
+  std::uint64_t activations() const noexcept { return activations_.load(std::memory_order_acquire); }
+
+ private:
+  friend class scheduler;
+  resumable* pop_local() noexcept;
+  resumable* find_work() noexcept;
+  resumable* search() noexcept;
+  bool park() noexcept;  // false: stop requested
+
+  scheduler* sched_;
+  std::size_t index_;
+  std::uint32_t tick_ = 0;
+  std::uint32_t next_streak_ = 0;
+  std::uint64_t rng_ = 0x9e3779b97f4a7c15ULL;
+  std::vector<resumable*> seen_next_;  // per victim: its next slot one round ago
+
+  alignas(cache_line) std::atomic<std::uint64_t> head_{0};  // consumers (owner + thieves)
+  alignas(cache_line) std::atomic<std::uint64_t> tail_{0};  // owner
+  std::atomic<resumable*> next_{nullptr};
+  std::atomic<std::uint64_t> activations_{0};
+  alignas(cache_line) std::atomic<std::uint32_t> wake_flag_{0};
+  std::atomic<resumable*> ring_[ring_size];
+};
+
+class scheduler {
+ public:
+  scheduler(std::size_t workers, polling p, std::size_t throughput, affinity aff);
+  ~scheduler();
+
+  void start();
+  void stop() noexcept;
+
+  /// Any thread: makes `r` runnable.
+  void schedule(resumable* r) noexcept;
+
+  std::size_t worker_count() const noexcept { return workers_.size(); }
+  std::size_t throughput() const noexcept { return throughput_; }
+  /// Sum of completed activations; changes whenever any actor ran.
+  std::uint64_t activations() const noexcept;
+  /// true when no queue holds work (a snapshot).
+  bool queues_empty() const noexcept;
+
+ private:
+  friend class worker;
+  void push_global(resumable* r) noexcept;
+  resumable* pop_global() noexcept;
+  void notify_if_needed() noexcept;
+  void wake_one() noexcept;
+
+  std::vector<std::unique_ptr<worker>> workers_;
+  std::vector<std::thread> threads_;
+  polling polling_;
+  std::size_t throughput_;
+  affinity affinity_;
+
+  alignas(cache_line) std::atomic<std::size_t> global_size_{0};
+  std::mutex global_mtx_;
+  std::deque<resumable*> global_;
+
+  alignas(cache_line) std::atomic<std::uint32_t> searching_{0};
+  std::atomic<std::uint32_t> idle_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex idle_mtx_;
+  std::vector<worker*> idle_list_;
+};
+
+}  // namespace troupe::detail
