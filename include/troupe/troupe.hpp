@@ -10,6 +10,7 @@
 #include "troupe/actor/message.hpp"
 #include "troupe/actor/registry.hpp"
 #include "troupe/actor/system_messages.hpp"
+#include "troupe/actor/typed_actor.hpp"
 #include "troupe/runtime/actor_system.hpp"
 #include "troupe/runtime/config.hpp"
 #include "troupe/util/affinity.hpp"

@@ -174,6 +174,7 @@ void actor_cell::notify_exit(const error& reason) noexcept {
   {
     std::lock_guard<std::mutex> guard{stripe(this)};
     exited_ = true;
+    exit_code_ = reason.code();
     if (extras_ != nullptr) {
       extras_->reason = reason;
       monitors.swap(extras_->monitors);
@@ -198,7 +199,7 @@ void actor_cell::add_monitor(const actor& watcher) {
       ensure_extras().monitors.push_back(watcher);
       return;
     }
-    reason = extras_ != nullptr ? extras_->reason : error{errc::actor_exited, "had already ended"};
+    reason = extras_ != nullptr ? extras_->reason : error{exit_code_, "had already ended"};
   }
   actor me{this, true};
   deliver(watcher, detail::make_message(me, 0, down_msg{me, reason}), priority::urgent);
@@ -229,7 +230,7 @@ void actor_cell::link(actor_cell& a, actor_cell& b) {
         v.push_back(other.handle());
         return;
       }
-      reason = self.extras_ != nullptr ? self.extras_->reason : error{errc::actor_exited, "had already ended"};
+      reason = self.extras_ != nullptr ? self.extras_->reason : error{self.exit_code_, "had already ended"};
     }
     actor me{&self, true};
     deliver(other.handle(), detail::make_message(me, 0, exit_msg{me, reason}), priority::urgent);

@@ -91,14 +91,14 @@ bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> 
   for (;;) {
     auto* n = next_from_mailbox(deadline);
     if (n == nullptr) return false;
+    if (!n->is_response() && b.accepts(*n)) {  // handlers may take down_msg / exit_msg too
+      dispatch(n);
+      return true;
+    }
     if (n->vt->system) {
       std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
       handle_system(*n);
       continue;
-    }
-    if (!n->is_response() && b.accepts(*n)) {
-      dispatch(n);
-      return true;
     }
     stash_.push_back(n);  // for a later receive
   }

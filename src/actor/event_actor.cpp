@@ -72,7 +72,8 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
     initialized_ = true;
     consumed = 1;  // the token spawn put in the mailbox count
     try {
-      bhvr_ = make_behavior();
+      // A function may also call become() itself and return nothing.
+      if (auto b = make_behavior(); !b.empty()) bhvr_ = std::move(b);
     } catch (const std::exception& e) {
       quit(error{errc::unhandled_exception, e.what()});
     } catch (...) {

@@ -147,7 +147,8 @@ class actor_cell : public detail::resumable {
   bool own_thread_ = false;
 
  private:
-  bool exited_ = false;  // guarded by the cell's stripe lock
+  bool exited_ = false;             // guarded by the cell's stripe lock
+  errc exit_code_ = errc::none;     // idem; kept for late monitors and links
 };
 
 }  // namespace troupe

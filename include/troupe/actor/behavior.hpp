@@ -129,6 +129,14 @@ class behavior {
   /// Runs the first handler whose parameter types match; false if none does.
   bool invoke(actor_cell& self, detail::message_node& n) {
     if (!handlers_) return false;
+    // Typed sends carry the handler's index: no search.
+    if (n.tag != 0 && n.tag <= handlers_->size()) {
+      auto& h = (*handlers_)[n.tag - 1];
+      if (h->type_id() == n.vt->type_id) {
+        h->invoke(self, n);
+        return true;
+      }
+    }
     for (auto& h : *handlers_)
       if (h->type_id() == n.vt->type_id) {
         h->invoke(self, n);

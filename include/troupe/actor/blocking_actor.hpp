@@ -55,6 +55,10 @@ class blocking_actor : public local_actor {
   template <class... Ts>
   request_handle request(const actor& dest, std::chrono::nanoseconds timeout, Ts&&... xs);
 
+  template <class... Sigs, class... Ts>
+    requires(typed_actor<Sigs...>::template accepts<Ts...>)
+  request_handle request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout, Ts&&... xs);
+
   /// exit_msg from linked actors goes here instead of ending this actor.
   void set_exit_handler(std::function<void(exit_msg&)> f) { exit_handler_ = std::move(f); }
   /// down_msg from monitored actors; without a handler they are dropped.
@@ -125,6 +129,16 @@ blocking_actor::request_handle blocking_actor::request(const actor& dest, std::c
                                                        Ts&&... xs) {
   auto id = new_request_id();
   deliver(dest, detail::make_message(handle(), id, std::forward<Ts>(xs)...));
+  return request_handle{*this, id, timeout};
+}
+
+template <class... Sigs, class... Ts>
+  requires(typed_actor<Sigs...>::template accepts<Ts...>)
+blocking_actor::request_handle blocking_actor::request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout,
+                                       Ts&&... xs) {
+  auto id = new_request_id();
+  deliver(dest.address(),
+          detail::make_typed_message<typed_actor<Sigs...>>(handle(), id, std::forward<Ts>(xs)...));
   return request_handle{*this, id, timeout};
 }
 

@@ -66,6 +66,11 @@ class event_actor : public local_actor {
   template <class... Ts>
   request_handle request(const actor& dest, std::chrono::nanoseconds timeout, Ts&&... xs);
 
+  /// Request to a typed actor: only messages of its interface compile.
+  template <class... Sigs, class... Ts>
+    requires(typed_actor<Sigs...>::template accepts<Ts...>)
+  request_handle request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout, Ts&&... xs);
+
   /// Answer the current request later (see response_promise).
   response_promise make_response_promise();
 
@@ -149,6 +154,17 @@ event_actor::request_handle event_actor::request(const actor& dest, std::chrono:
   auto id = new_request_id();
   register_request(id, timeout);
   deliver(dest, detail::make_message(handle(), id, std::forward<Ts>(xs)...));
+  return request_handle{*this, id};
+}
+
+template <class... Sigs, class... Ts>
+  requires(typed_actor<Sigs...>::template accepts<Ts...>)
+event_actor::request_handle event_actor::request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout,
+                                       Ts&&... xs) {
+  auto id = new_request_id();
+  register_request(id, timeout);
+  deliver(dest.address(),
+          detail::make_typed_message<typed_actor<Sigs...>>(handle(), id, std::forward<Ts>(xs)...));
   return request_handle{*this, id};
 }
 

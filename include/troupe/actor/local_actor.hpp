@@ -15,6 +15,7 @@
 #include "troupe/actor/actor_cell.hpp"
 #include "troupe/actor/behavior.hpp"
 #include "troupe/actor/system_messages.hpp"
+#include "troupe/actor/typed_actor.hpp"
 
 namespace troupe {
 
@@ -48,6 +49,13 @@ class local_actor : public actor_cell {
   template <class... Ts>
   void send(const actor& dest, Ts&&... xs) {
     deliver(dest, detail::make_message(handle(), 0, std::forward<Ts>(xs)...));
+  }
+  /// Send to a typed actor: only messages of its interface compile.
+  template <class... Sigs, class... Ts>
+    requires(typed_actor<Sigs...>::template accepts<Ts...>)
+  void send(const typed_actor<Sigs...>& dest, Ts&&... xs) {
+    deliver(dest.address(),
+            detail::make_typed_message<typed_actor<Sigs...>>(handle(), 0, std::forward<Ts>(xs)...));
   }
   /// Like send, but jumps ahead of normal messages.
   template <class... Ts>
@@ -135,37 +143,47 @@ void reply(actor_cell& self, message_node& in, R&& result) {
 }  // namespace detail
 
 /// Answers a request later (after asking another actor, say). Obtain with
-/// make_response_promise() inside the handler, return it from the handler,
-/// call deliver() once. A promise dropped without delivering answers the
-/// requester with an error, so a requester never waits forever.
+/// make_response_promise() inside the handler; copies share one answer, and
+/// the first deliver() sends it. When the last copy goes away without an
+/// answer, the requester gets an error, so it never waits forever.
 class response_promise {
  public:
   response_promise() = default;
   response_promise(actor self, actor requester, std::uint64_t request_id)
-      : self_{std::move(self)}, requester_{std::move(requester)}, id_{request_id} {}
-  response_promise(response_promise&&) noexcept = default;
-  response_promise& operator=(response_promise&&) noexcept = default;
-  response_promise(const response_promise&) = delete;
-  response_promise& operator=(const response_promise&) = delete;
-  ~response_promise() {
-    if (pending()) deliver(error{errc::runtime_error, "response promise dropped without an answer"});
-  }
+      : state_{std::make_shared<state>(std::move(self), std::move(requester), request_id)} {}
 
-  bool pending() const noexcept { return static_cast<bool>(requester_); }
+  bool pending() const noexcept { return state_ && state_->requester; }
 
   template <class... Ts>
   void deliver(Ts&&... xs) {
     if (!pending()) return;
-    std::uint64_t id = id_ != 0 ? (detail::response_bit | id_) : 0;
-    auto* n = detail::make_message(std::move(self_), id, std::forward<Ts>(xs)...);
-    actor_cell::deliver(requester_, n);
-    requester_ = actor{};
+    auto& s = *state_;
+    std::uint64_t id = s.id != 0 ? (detail::response_bit | s.id) : 0;
+    auto* n = detail::make_message(std::move(s.self), id, std::forward<Ts>(xs)...);
+    actor_cell::deliver(std::exchange(s.requester, actor{}), n);
   }
 
  private:
-  actor self_;
-  actor requester_;
-  std::uint64_t id_ = 0;
+  struct state {
+    state(actor s, actor r, std::uint64_t i) : self{std::move(s)}, requester{std::move(r)}, id{i} {}
+    state(const state&) = delete;
+    state& operator=(const state&) = delete;
+    ~state() {
+      if (!requester) return;
+      std::uint64_t rid = id != 0 ? (detail::response_bit | id) : 0;
+      try {
+        actor_cell::deliver(requester, detail::make_message(std::move(self), rid,
+                                                            error{errc::runtime_error,
+                                                                  "response promise dropped without an answer"}));
+      } catch (...) {
+        // Out of memory: the requester's timeout must do.
+      }
+    }
+    actor self;
+    actor requester;
+    std::uint64_t id;
+  };
+  std::shared_ptr<state> state_;
 };
 
 }  // namespace troupe

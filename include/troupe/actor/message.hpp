@@ -116,10 +116,12 @@ class message {
   bool match() const noexcept {
     return node_->holds<Ts...>();
   }
-  /// The values; precondition: match<Ts...>().
+  /// The value (one type) or the tuple of values (several types);
+  /// precondition: match<Ts...>().
   template <class... Ts>
-  std::tuple<Ts...>& get() const noexcept {
-    return detail::values_of<Ts...>(*node_);
+  decltype(auto) get() const noexcept {
+    if constexpr (sizeof...(Ts) == 1) return (std::get<0>(detail::values_of<Ts...>(*node_)));
+    else return (detail::values_of<Ts...>(*node_));
   }
   const char* type_name() const noexcept { return node_->vt->type_name(); }
   const actor& sender() const noexcept { return node_->sender; }

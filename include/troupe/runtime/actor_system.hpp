@@ -65,13 +65,17 @@ class actor_system {
 
   // --- spawning ---
   /// Event-based actor from a function `behavior f(event_actor&, Args...)`
-  /// (or returning void and calling become()).
+  /// (or returning void and calling become()). A function returning a
+  /// typed_behavior<Sigs...> yields a typed_actor<Sigs...> handle.
   template <class F, class... Args>
     requires std::is_invocable_v<F&, event_actor&, std::decay_t<Args>&...>
-  actor spawn(F fun, Args&&... args) {
-    return launch(construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun),
-                                                                               std::forward<Args>(args)...),
-                  false);
+  auto spawn(F fun, Args&&... args) {
+    using result = std::invoke_result_t<F&, event_actor&, std::decay_t<Args>&...>;
+    actor a = launch(construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun),
+                                                                                 std::forward<Args>(args)...),
+                     false);
+    if constexpr (is_typed_behavior<result>::value) return typename result::handle_type{std::move(a)};
+    else return a;
   }
   /// Event-based actor from a class deriving from event_actor.
   template <class A, class... Args>
@@ -110,6 +114,12 @@ class actor_system {
   template <class... Ts>
   void send(const actor& dest, Ts&&... xs) {
     actor_cell::deliver(dest, detail::make_message(actor{}, 0, std::forward<Ts>(xs)...));
+  }
+  template <class... Sigs, class... Ts>
+    requires(typed_actor<Sigs...>::template accepts<Ts...>)
+  void send(const typed_actor<Sigs...>& dest, Ts&&... xs) {
+    actor_cell::deliver(dest.address(),
+                        detail::make_typed_message<typed_actor<Sigs...>>(actor{}, 0, std::forward<Ts>(xs)...));
   }
   template <class Rep, class Period, class... Ts>
   void delayed_send(const actor& dest, std::chrono::duration<Rep, Period> delay, Ts&&... xs) {

@@ -1,0 +1,137 @@
+// Scheduler knobs: worker count, polling strategies, throughput, affinity,
+// idle CPU use.
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "troupe/troupe.hpp"
+
+using namespace std::chrono_literals;
+using troupe::behavior;
+using troupe::event_actor;
+
+namespace {
+
+struct go_atom {};
+
+long self_send_total(troupe::config cfg) {
+  troupe::actor_system sys{std::move(cfg)};
+  troupe::scoped_actor self{sys};
+  auto me = self.handle();
+  constexpr int actors = 10, per = 2000;
+  for (int i = 0; i < actors; ++i)
+    sys.spawn([me](event_actor& self) {
+      self.send(self.self(), 0);
+      return behavior{[&self, me](int n) {
+        if (n + 1 == per) {
+          self.send(me, 1L);
+          self.quit();
+        } else {
+          self.send(self.self(), n + 1);
+        }
+      }};
+    });
+  long done = 0;
+  for (int i = 0; i < actors; ++i) self->receive([&](long x) { done += x; });
+  return done;
+}
+
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+class polling_strategy : public ::testing::TestWithParam<troupe::polling> {};
+
+TEST_P(polling_strategy, every_strategy_and_throughput_completes_the_work) {
+  for (std::size_t tp : {1u, 4u, 100u})
+    EXPECT_EQ(self_send_total(troupe::config{}.workers(2).polling_strategy(GetParam()).throughput(tp)), 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(scheduler, polling_strategy,
+                         ::testing::Values(troupe::polling::aggressive, troupe::polling::moderate,
+                                           troupe::polling::relaxed));
+
+TEST(scheduler, uses_the_configured_number_of_workers) {
+  troupe::actor_system sys{troupe::config{}.workers(3)};
+  EXPECT_EQ(sys.worker_count(), 3u);
+  // three actors that block together can only all run if there are 3 workers
+  std::atomic<int> arrived{0};
+  troupe::scoped_actor self{sys};
+  auto me = self.handle();
+  for (int i = 0; i < 3; ++i)
+    sys.spawn([&arrived, me](event_actor& self) {
+      ++arrived;
+      auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (arrived.load() < 3 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      self.send(me, arrived.load());
+    });
+  for (int i = 0; i < 3; ++i) self->receive([](int n) { EXPECT_EQ(n, 3); });
+}
+
+TEST(scheduler, default_worker_count_is_the_available_cores) {
+  troupe::actor_system sys;
+  EXPECT_EQ(sys.worker_count(), troupe::available_cores().size());
+}
+
+TEST(scheduler, worker_affinity_pins_workers) {
+  auto cores = troupe::available_cores();
+  ASSERT_FALSE(cores.empty());
+  auto core = cores.back();
+  troupe::actor_system sys{troupe::config{}.workers(2).worker_affinity("<" + std::to_string(core) + ">")};
+  auto a = sys.spawn([](event_actor&) { return behavior{[](go_atom) { return sched_getcpu(); }}; });
+  troupe::scoped_actor self{sys};
+  for (int i = 0; i < 20; ++i)
+    self->request(a, 5s, go_atom{}).receive([&](int cpu) { EXPECT_EQ(cpu, core); },
+                                             [](troupe::error& e) { FAIL() << e.to_string(); });
+}
+
+TEST(scheduler, detached_and_blocking_affinity_pin_their_threads) {
+  auto core = troupe::available_cores().front();
+  auto aff = "<" + std::to_string(core) + ">";
+  troupe::actor_system sys{troupe::config{}.workers(1).detached_affinity(aff).blocking_affinity(aff)};
+  troupe::scoped_actor self{sys};
+  auto me = self.handle();
+  auto d = sys.spawn_detached([](event_actor&) { return behavior{[](go_atom) { return sched_getcpu(); }}; });
+  sys.spawn_blocking([me](troupe::blocking_actor& b) { b.send(me, sched_getcpu(), 0); });
+  self->request(d, 5s, go_atom{}).receive([&](int cpu) { EXPECT_EQ(cpu, core); }, [](troupe::error&) { FAIL(); });
+  self->receive([&](int cpu, int) { EXPECT_EQ(cpu, core); });
+}
+
+TEST(scheduler, bad_affinity_is_rejected_with_position) {
+  try {
+    troupe::config{}.worker_affinity("<0> <1-x>");
+    FAIL() << "accepted a malformed affinity string";
+  } catch (const troupe::config_error& e) {
+    EXPECT_EQ(e.key(), "worker-affinity");
+    EXPECT_NE(std::string{e.what()}.find("position 7"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(troupe::config{}.worker_affinity("<4096>"), troupe::config_error);
+}
+
+TEST(scheduler, idle_system_sleeps_in_moderate_and_relaxed_polling) {
+  for (auto p : {troupe::polling::moderate, troupe::polling::relaxed}) {
+    troupe::actor_system sys{troupe::config{}.workers(2).polling_strategy(p)};
+    auto a = sys.spawn([](event_actor&) { return behavior{[](int x) { return x; }}; });
+    {
+      troupe::scoped_actor self{sys};
+      self->request(a, 5s, 1).receive([](int) {}, [](troupe::error&) {});
+    }
+    std::this_thread::sleep_for(50ms);  // let workers finish spinning and park
+    auto cpu0 = cpu_seconds();
+    auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(300ms);
+    auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto used = cpu_seconds() - cpu0;
+    // Two spinning workers would use ~2x wall time; parked ones use ~0.
+    EXPECT_LT(used, 0.1 * wall) << "polling " << troupe::to_string(p) << " used " << used << " s CPU in " << wall
+                                << " s idle";
+  }
+}

@@ -1,0 +1,56 @@
+// Typed actors: interface in the type, static dispatch.
+#include <gtest/gtest.h>
+
+#include "troupe/troupe.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+struct add_atom {};
+struct sub_atom {};
+struct reset_atom {};
+using calculator = troupe::typed_actor<int(add_atom, int, int), int(sub_atom, int, int), void(reset_atom)>;
+
+template <class Handle, class... Ts>
+concept can_send = requires(troupe::blocking_actor& self, const Handle& h, Ts... xs) { self.send(h, xs...); };
+}  // namespace
+
+// Sending a type outside the interface does not compile (checked here
+// without breaking the build): the concept is false.
+static_assert(can_send<calculator, add_atom, int, int>);
+static_assert(!can_send<calculator, std::string>);
+static_assert(!can_send<calculator, add_atom, int>);
+
+TEST(typed_actor, requests_are_dispatched_by_signature) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  // handlers in a different order than the interface: matched by types
+  calculator calc = sys.spawn([](troupe::event_actor&) -> calculator::behavior_type {
+    return {[](reset_atom) {}, [](sub_atom, int a, int b) { return a - b; },
+            [](add_atom, int a, int b) { return a + b; }};
+  });
+  troupe::scoped_actor self{sys};
+  int got = 0;
+  self->request(calc, 5s, add_atom{}, 40, 2).receive([&](int v) { got = v; }, [](troupe::error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(got, 42);
+  self->request(calc, 5s, sub_atom{}, 40, 2).receive([&](int v) { got = v; }, [](troupe::error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(got, 38);
+  bool reset = false;
+  self->request(calc, 5s, reset_atom{}).receive([&]() { reset = true; }, [](troupe::error& e) { FAIL() << e.to_string(); });
+  EXPECT_TRUE(reset);
+}
+
+TEST(typed_actor, event_actors_talk_to_typed_actors) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  calculator calc = sys.spawn([](troupe::event_actor&) -> calculator::behavior_type {
+    return {[](add_atom, int a, int b) { return a + b; }, [](sub_atom, int a, int b) { return a - b; },
+            [](reset_atom) {}};
+  });
+  troupe::scoped_actor self{sys};
+  auto me = self.handle();
+  sys.spawn([](troupe::event_actor& s, calculator c, troupe::actor back) {
+    s.request(c, 5s, add_atom{}, 1, 2).then([&s, back](int v) { s.send(back, v); });
+  }, calc, me);
+  int got = 0;
+  self->receive([&](int v) { got = v; });
+  EXPECT_EQ(got, 3);
+}
