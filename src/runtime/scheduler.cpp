@@ -34,8 +34,50 @@ void worker::push_local(resumable* r) noexcept {
 }
 
 void worker::put_next(resumable* r) noexcept {
-  if (resumable* old = next_.exchange(r, std::memory_order_acq_rel)) push_local(old);
+  if (resumable* old = next_.exchange(r, std::memory_order_acq_rel)) push_lifo(old);
   else sched_->notify_if_needed();
+}
+
+// Chase-Lev work-stealing deque (Le, Pop, Cohen, Zappa Nardelli, PPoPP'13),
+// fixed capacity; seq_cst operations stand in for the paper's fences so that
+// ThreadSanitizer understands the synchronisation.
+void worker::push_lifo(resumable* r) noexcept {
+  auto b = lifo_bottom_.load(std::memory_order_relaxed);
+  auto t = lifo_top_.load(std::memory_order_acquire);
+  if (b - t >= lifo_size) {
+    sched_->push_global(r);
+  } else {
+    lifo_[b & (lifo_size - 1)].store(r, std::memory_order_relaxed);
+    lifo_bottom_.store(b + 1, std::memory_order_seq_cst);
+  }
+  sched_->notify_if_needed();
+}
+
+resumable* worker::pop_lifo() noexcept {
+  auto b = lifo_bottom_.load(std::memory_order_relaxed) - 1;
+  lifo_bottom_.store(b, std::memory_order_seq_cst);
+  auto t = lifo_top_.load(std::memory_order_seq_cst);
+  if (t > b) {
+    lifo_bottom_.store(b + 1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  resumable* r = lifo_[b & (lifo_size - 1)].load(std::memory_order_relaxed);
+  if (t == b) {  // last element: race the thieves for it
+    if (!lifo_top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed))
+      r = nullptr;
+    lifo_bottom_.store(b + 1, std::memory_order_relaxed);
+  }
+  return r;
+}
+
+resumable* worker::steal_lifo() noexcept {
+  auto t = lifo_top_.load(std::memory_order_seq_cst);
+  auto b = lifo_bottom_.load(std::memory_order_seq_cst);
+  if (t >= b) return nullptr;
+  resumable* r = lifo_[t & (lifo_size - 1)].load(std::memory_order_relaxed);
+  if (!lifo_top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed))
+    return nullptr;  // lost the race; the caller moves on
+  return r;
 }
 
 resumable* worker::steal() noexcept {
@@ -57,6 +99,7 @@ resumable* worker::steal_next(resumable* expected) noexcept {
 
 bool worker::has_work() const noexcept {
   return head_.load(std::memory_order_acquire) < tail_.load(std::memory_order_acquire) ||
+         lifo_top_.load(std::memory_order_acquire) < lifo_bottom_.load(std::memory_order_acquire) ||
          next_.load(std::memory_order_acquire) != nullptr;
 }
 
@@ -71,6 +114,11 @@ resumable* worker::pop_local() noexcept {
     }
   }
   next_streak_ = 0;
+  // Yielded actors (ring) get a turn at least every 8th pick even while the
+  // LIFO deque keeps filling up.
+  if (tick_ % 8 == 0)
+    if (auto* r = steal()) return r;
+  if (auto* r = pop_lifo()) return r;
   return steal();  // own ring, FIFO
 }
 
@@ -96,6 +144,7 @@ resumable* worker::search() noexcept {
       for (std::size_t i = 0; i < n; ++i) {
         auto& victim = *s.workers_[(start + i) % n];
         if (&victim == this) continue;
+        if (auto* r = victim.steal_lifo()) return r;
         if (auto* r = victim.steal()) return r;
         // Take a victim's next slot only if the same actor sat there for a
         // whole round: its owner is busy with something long.

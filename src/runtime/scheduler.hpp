@@ -1,9 +1,14 @@
 // Work-stealing scheduler (private to the library).
 //
-// Each worker owns: a "next" slot for the actor it woke last (runs right after
-// the current one, cache-hot; other workers may take it only if it stays put
-// for a whole search round), and a bounded FIFO ring it pushes to and pops
-// from; idle workers steal from the rings' heads. Work from outside the
+// Each worker owns three places for runnable work:
+//  - a "next" slot for the actor it woke last: runs right after the current
+//    one, cache-hot; other workers take it only if it stays put for a whole
+//    search round (so a ping-pong pair does not bounce between cores);
+//  - a LIFO deque (Chase-Lev) for woken and spawned actors displaced from the
+//    slot: the owner runs the newest first (depth-first, a small live set for
+//    actor trees), thieves take the oldest (the biggest pieces of work);
+//  - a FIFO ring for actors that used up their throughput and yielded, so
+//    that yielding actors take turns fairly. Work from outside the
 // workers (main thread, timers, detached actors) goes through a global queue.
 // Idle workers spin according to the polling strategy, then park on a futex;
 // a producer wakes a parked worker only when nobody is searching for work.
@@ -33,9 +38,11 @@ class alignas(cache_line) worker {
   worker(scheduler& s, std::size_t index) : sched_{&s}, index_{index} {}
 
   void run(const std::vector<int>& cores);
-  void push_local(resumable* r) noexcept;  // owner only
+  void push_local(resumable* r) noexcept;  // owner only: the FIFO ring
+  void push_lifo(resumable* r) noexcept;   // owner only: the LIFO deque
   void put_next(resumable* r) noexcept;    // owner only
-  resumable* steal() noexcept;             // any thread
+  resumable* steal() noexcept;             // any thread: ring head
+  resumable* steal_lifo() noexcept;        // any thread: deque top (oldest)
   resumable* steal_next(resumable* expected) noexcept;
   bool has_work() const noexcept;
   std::uint64_t activations() const noexcept { return activations_.load(std::memory_order_acquire); }
@@ -43,6 +50,7 @@ class alignas(cache_line) worker {
  private:
   friend class scheduler;
   resumable* pop_local() noexcept;
+  resumable* pop_lifo() noexcept;  // owner only: deque bottom (newest)
   resumable* find_work() noexcept;
   resumable* search() noexcept;
   bool park() noexcept;  // false: stop requested
@@ -53,6 +61,11 @@ class alignas(cache_line) worker {
   std::uint32_t next_streak_ = 0;
   std::uint64_t rng_ = 0x9e3779b97f4a7c15ULL;
   std::vector<resumable*> seen_next_;  // per victim: its next slot one round ago
+
+  static constexpr std::int64_t lifo_size = 4096;
+  alignas(cache_line) std::atomic<std::int64_t> lifo_top_{0};  // thieves
+  alignas(cache_line) std::atomic<std::int64_t> lifo_bottom_{0};  // owner
+  std::atomic<resumable*> lifo_[lifo_size];
 
   alignas(cache_line) std::atomic<std::uint64_t> head_{0};  // consumers (owner + thieves)
   alignas(cache_line) std::atomic<std::uint64_t> tail_{0};  // owner
