@@ -266,6 +266,8 @@ actor_system& system_under_construction() {
 
 local_actor::local_actor() : actor_cell{system_under_construction()} {}
 
+local_actor::~local_actor() { (void)self_.detach(); }
+
 void local_actor::link_to(const actor& other) {
   if (other) actor_cell::link(*this, *other);
 }

@@ -30,12 +30,12 @@ void worker::push_local(resumable* r) noexcept {
     ring_[t & (ring_size - 1)].store(r, std::memory_order_relaxed);
     tail_.store(t + 1, std::memory_order_release);
   }
-  sched_->notify_if_needed();
+  sched_->notify_from_worker();
 }
 
 void worker::put_next(resumable* r) noexcept {
   if (resumable* old = next_.exchange(r, std::memory_order_acq_rel)) push_lifo(old);
-  else sched_->notify_if_needed();
+  else sched_->notify_from_worker();
 }
 
 // Chase-Lev work-stealing deque (Le, Pop, Cohen, Zappa Nardelli, PPoPP'13),
@@ -50,7 +50,7 @@ void worker::push_lifo(resumable* r) noexcept {
     lifo_[b & (lifo_size - 1)].store(r, std::memory_order_relaxed);
     lifo_bottom_.store(b + 1, std::memory_order_seq_cst);
   }
-  sched_->notify_if_needed();
+  sched_->notify_from_worker();
 }
 
 resumable* worker::pop_lifo() noexcept {
@@ -279,6 +279,14 @@ void scheduler::notify_if_needed() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (searching_.load(std::memory_order_relaxed) == 0 && idle_.load(std::memory_order_relaxed) != 0)
     wake_one();
+}
+
+void scheduler::notify_from_worker() noexcept {
+  // The pushing worker is awake and will run this work itself if nobody else
+  // does, so a momentarily stale read here costs parallelism, never progress:
+  // skip the fence on the common path where no worker is parked.
+  if (idle_.load(std::memory_order_relaxed) == 0) return;
+  notify_if_needed();
 }
 
 void scheduler::wake_one() noexcept {

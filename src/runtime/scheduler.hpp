@@ -98,6 +98,7 @@ class scheduler {
   void push_global(resumable* r) noexcept;
   resumable* pop_global() noexcept;
   void notify_if_needed() noexcept;
+  void notify_from_worker() noexcept;
   void wake_one() noexcept;
 
   std::vector<std::unique_ptr<worker>> workers_;

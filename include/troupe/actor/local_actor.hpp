@@ -48,6 +48,12 @@ class local_actor : public actor_cell {
   /// that has ended is a dead letter (counted by the system).
   template <class... Ts>
   void send(const actor& dest, Ts&&... xs) {
+    if (dest.get() == this) {  // self-send: no reference counting at all
+      auto* n = detail::make_message(actor{this, false}, 0, std::forward<Ts>(xs)...);
+      n->borrowed_sender = true;
+      enqueue(n);
+      return;
+    }
     deliver(dest, detail::make_message(handle(), 0, std::forward<Ts>(xs)...));
   }
   /// Send to a typed actor: only messages of its interface compile.
@@ -81,8 +87,8 @@ class local_actor : public actor_cell {
 
   /// The sender of the message being handled (empty for anonymous senders).
   const actor& sender() const noexcept { return current_ != nullptr ? current_->sender : no_actor_; }
-  /// Handle to this actor.
-  actor self() noexcept { return handle(); }
+  /// Handle to this actor (no reference count change; copy it to keep it).
+  const actor& self() const noexcept { return self_; }
 
   // --- links and monitors ---
   void link_to(const actor& other);
@@ -102,6 +108,7 @@ class local_actor : public actor_cell {
 
  protected:
   local_actor();
+  ~local_actor() override;
 
   std::uint64_t new_request_id() noexcept { return ++last_request_id_; }
 
@@ -115,6 +122,7 @@ class local_actor : public actor_cell {
 
  private:
   std::uint64_t last_request_id_ = 0;
+  actor self_{this, false};  // borrowed: released by ~local_actor without a count
   std::vector<std::shared_ptr<detail::group_state>> groups_;
   inline static const actor no_actor_{};
 };

@@ -50,6 +50,9 @@ struct message_node : mpsc_node {
   actor sender;
   std::uint64_t id = 0;   // 0: plain message; request id; or response_bit|id
   std::uint32_t tag = 0;  // index of the signature in a typed interface
+  /// The sender is the receiver itself (a self-send): its queued message
+  /// keeps it alive, so `sender` holds no reference of its own.
+  bool borrowed_sender = false;
 
   bool is_request() const noexcept { return id != 0 && (id & response_bit) == 0; }
   bool is_response() const noexcept { return (id & response_bit) != 0; }
@@ -68,6 +71,7 @@ struct payload_node final : message_node {
 
   static void destroy(message_node* n) noexcept {
     auto* self = static_cast<payload_node*>(n);
+    if (self->borrowed_sender) (void)self->sender.detach();
     self->~payload_node();
     pool_deallocate(self, sizeof(payload_node));
   }
