@@ -9,6 +9,8 @@
 
 #include <concurrentqueue/concurrentqueue.h>
 
+#include "common/spin.hpp"
+
 namespace {
 
 struct item {
@@ -30,13 +32,17 @@ bench::sample bench::run_threads(const params& p) {
     producers.emplace_back([&, id] {
       moodycamel::ProducerToken tok{q};
       ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) {
-      }
+      spin_wait wait;
+      while (!go.load(std::memory_order_acquire))
+        wait();
       for (std::int64_t seq = 0; seq < per_sender; ++seq)
         q.enqueue(tok, item{id, seq});
     });
   }
-  while (ready.load() < senders) {
+  {
+    spin_wait wait;
+    while (ready.load() < senders)
+      wait();
   }
   std::vector<std::int64_t> expected(static_cast<size_t>(senders), 0);
   std::int64_t received = 0;
@@ -46,9 +52,13 @@ bench::sample bench::run_threads(const params& p) {
   {
     moodycamel::ConsumerToken ctok{q};
     item it;
+    spin_wait wait;
     while (received < total) {
-      if (!q.try_dequeue(ctok, it))
-        continue; // busy poll
+      if (!q.try_dequeue(ctok, it)) {
+        wait(); // busy poll
+        continue;
+      }
+      wait.reset();
       if (it.sender < 0 || it.sender >= senders
           || expected[static_cast<size_t>(it.sender)] != it.seq) {
         if (failure.empty())

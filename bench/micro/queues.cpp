@@ -14,6 +14,8 @@
 #include <concurrentqueue/concurrentqueue.h>
 #include <readerwriterqueue/readerwriterqueue.h>
 
+#include "common/spin.hpp"
+
 namespace {
 
 // -- SPSC: ReaderWriterQueue ---------------------------------------------------
@@ -40,11 +42,13 @@ void rwq_handoff(benchmark::State& state) {
   std::thread consumer{[&] {
     std::int32_t v;
     std::int64_t n = 0;
+    bench::spin_wait wait;
     for (;;) {
       if (q.try_dequeue(v)) {
         ++n;
         continue;
       }
+      wait();
       if (stop.load(std::memory_order_acquire)) {
         while (q.try_dequeue(v))
           ++n;
@@ -54,10 +58,10 @@ void rwq_handoff(benchmark::State& state) {
     consumed.store(n);
   }};
   std::int32_t x = 0;
+  bench::spin_wait wait;
   for (auto _ : state) {
-    while (!q.try_enqueue(x)) {
-      // full: spin
-    }
+    while (!q.try_enqueue(x))
+      wait(); // full: spin
     ++x;
   }
   stop.store(true, std::memory_order_release);
@@ -76,17 +80,21 @@ void rwq_round_trip(benchmark::State& state) {
   std::atomic<bool> stop{false};
   std::thread echo{[&] {
     std::int32_t v;
+    bench::spin_wait wait;
     while (!stop.load(std::memory_order_relaxed)) {
       if (there.try_dequeue(v))
         back.enqueue(v);
+      else
+        wait();
     }
   }};
   std::int32_t x = 0;
   std::int32_t y = 0;
+  bench::spin_wait wait;
   for (auto _ : state) {
     there.enqueue(x++);
-    while (!back.try_dequeue(y)) {
-    }
+    while (!back.try_dequeue(y))
+      wait();
     benchmark::DoNotOptimize(y);
   }
   stop.store(true);

@@ -1,5 +1,5 @@
 // ping_pong, plain threads: two moodycamel SPSC queues (ping->pong and
-// pong->ping), busy polling. With workers == 1 one thread plays both sides.
+// pong->ping), busy polling (common/spin.hpp). With workers == 1 one thread plays both sides.
 #include "impls.hpp"
 
 #include <atomic>
@@ -7,15 +7,17 @@
 
 #include <readerwriterqueue/readerwriterqueue.h>
 
+#include "common/spin.hpp"
+
 namespace {
 
 using queue = moodycamel::ReaderWriterQueue<std::int64_t>;
 
 std::int64_t pop_spin(queue& q) {
   std::int64_t x;
-  while (!q.try_dequeue(x)) {
-    // busy poll
-  }
+  bench::spin_wait wait;
+  while (!q.try_dequeue(x))
+    wait(); // busy poll
   return x;
 }
 
@@ -43,8 +45,9 @@ bench::sample bench::run_threads(const params& p) {
   } else {
     std::atomic<bool> go{false};
     std::thread ponger{[&] {
-      while (!go.load(std::memory_order_acquire)) {
-      }
+      spin_wait wait;
+      while (!go.load(std::memory_order_acquire))
+        wait();
       for (std::int64_t i = 0; i < round_trips; ++i)
         to_ping.enqueue(pop_spin(to_pong));
     }};

@@ -39,22 +39,34 @@ depot& the_depot() {
   return *d;
 }
 
+// Trivially constructible, so that thread_local access needs no guard call
+// on the hot path; the flusher below hands blocks back at thread exit.
 struct local_cache {
-  std::array<free_block*, class_count> head{};
-  std::array<std::size_t, class_count> count{};
+  free_block* head[class_count];
+  std::size_t count[class_count];
+};
 
-  ~local_cache() {
+thread_local local_cache cache{};
+
+struct cache_flusher {
+  bool armed = false;
+  ~cache_flusher() {
     // Hand everything back so other threads can reuse it.
     auto& d = the_depot();
     std::lock_guard<std::mutex> guard{d.mtx};
     for (std::size_t c = 0; c < class_count; ++c)
-      if (head[c] != nullptr) d.chains[c].push_back(head[c]);
+      if (cache.head[c] != nullptr) {
+        d.chains[c].push_back(cache.head[c]);
+        cache.head[c] = nullptr;
+        cache.count[c] = 0;
+      }
   }
 };
 
-thread_local local_cache cache;
+thread_local cache_flusher flusher;
 
 void* refill(std::size_t c) {
+  flusher.armed = true;  // first use of the flusher registers its destructor
   auto& d = the_depot();
   {
     std::lock_guard<std::mutex> guard{d.mtx};
@@ -72,6 +84,7 @@ void* refill(std::size_t c) {
 }
 
 void spill(std::size_t c) {
+  flusher.armed = true;
   // Detach `batch` blocks from the local list and give them to the depot.
   free_block* first = cache.head[c];
   free_block* last = first;
