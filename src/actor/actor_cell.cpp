@@ -264,7 +264,7 @@ actor_system& system_under_construction() {
 }
 }  // namespace
 
-local_actor::local_actor() : actor_cell{system_under_construction()} {}
+local_actor::local_actor() : actor_cell{system_under_construction()}, soft_limit_{sys_->mailbox_soft_limit()} {}
 
 local_actor::~local_actor() { (void)self_.detach(); }
 

@@ -87,9 +87,16 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
     }
   }
   std::size_t handled = 0;
+  std::size_t budget = throughput;
   unsigned spins = 0;
   for (;;) {
-    while (handled < throughput) {
+    for (;;) {
+      if (handled >= budget) {
+        // An overloaded mailbox is drained past the budget, back under the
+        // soft limit: otherwise a flood of senders outgrows it forever.
+        if (mailbox_size() - consumed <= soft_limit_) break;
+        budget += throughput;
+      }
       auto* n = pop();
       if (n == nullptr) break;
       ++consumed;
@@ -100,12 +107,16 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         terminate(std::move(reason), consumed);  // may free this
         return resume_result::done;
       }
+      if (yield_) break;  // we flooded someone: let it catch up
     }
     bool freed = false;
     auto left = settle(consumed, freed);
     consumed = 0;
     if (left == 0) return resume_result::done;  // idle: the next sender reschedules us
-    if (handled >= throughput) return resume_result::again;
+    if (handled >= budget || yield_) {
+      yield_ = false;
+      return resume_result::again;
+    }
     // Announced but not yet linked: a sender is between its two steps.
     if (++spins > 128) return resume_result::again;
     cpu_relax();

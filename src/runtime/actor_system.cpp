@@ -79,7 +79,8 @@ struct actor_system::impl {
   }
 };
 
-actor_system::actor_system(config cfg) : impl_{std::make_unique<impl>(std::move(cfg))} {
+actor_system::actor_system(config cfg)
+    : impl_{std::make_unique<impl>(std::move(cfg))}, soft_limit_{impl_->cfg.mailbox_soft_limit()} {
   impl_->timers.start();
   impl_->sched.start();
 }

@@ -77,6 +77,12 @@ config& config::throughput(std::size_t n) {
   return *this;
 }
 
+config& config::mailbox_soft_limit(std::size_t n) {
+  if (n == 0) throw config_error("mailbox-soft-limit", "0", "must be at least 1");
+  mailbox_soft_limit_ = n;
+  return *this;
+}
+
 config& config::worker_affinity(std::string s) {
   worker_affinity_ = checked_affinity("worker-affinity", std::move(s));
   return *this;
@@ -94,6 +100,7 @@ config& config::set(std::string_view key, std::string_view value) {
   value = trim(value);
   if (key == "workers") return workers(parse_count(key, value, 0, max_workers));
   if (key == "throughput") return throughput(parse_count(key, value, 1, SIZE_MAX));
+  if (key == "mailbox-soft-limit") return mailbox_soft_limit(parse_count(key, value, 1, SIZE_MAX));
   if (key == "polling") {
     if (value == "aggressive") return polling_strategy(polling::aggressive);
     if (value == "moderate") return polling_strategy(polling::moderate);
@@ -104,7 +111,7 @@ config& config::set(std::string_view key, std::string_view value) {
   if (key == "detached-affinity") return detached_affinity(std::string{value});
   if (key == "blocking-affinity") return blocking_affinity(std::string{value});
   throw config_error(std::string{key}, std::string{value},
-                     "unknown key (known: workers, polling, throughput, worker-affinity, "
+                     "unknown key (known: workers, polling, throughput, mailbox-soft-limit, worker-affinity, "
                      "detached-affinity, blocking-affinity)");
 }
 
@@ -113,6 +120,7 @@ config& config::load_env() {
       {"TROUPE_WORKERS", "workers"},
       {"TROUPE_POLLING", "polling"},
       {"TROUPE_THROUGHPUT", "throughput"},
+      {"TROUPE_MAILBOX_SOFT_LIMIT", "mailbox-soft-limit"},
       {"TROUPE_WORKER_AFFINITY", "worker-affinity"},
       {"TROUPE_DETACHED_AFFINITY", "detached-affinity"},
       {"TROUPE_BLOCKING_AFFINITY", "blocking-affinity"},

@@ -55,6 +55,7 @@ class local_actor : public actor_cell {
       return;
     }
     deliver(dest, detail::make_message(handle(), 0, std::forward<Ts>(xs)...));
+    note_load(dest);
   }
   /// Send to a typed actor: only messages of its interface compile.
   template <class... Sigs, class... Ts>
@@ -119,6 +120,14 @@ class local_actor : public actor_cell {
 
   /// Leaves joined groups.
   void on_exit() noexcept override;
+
+  /// After a send: an overloaded receiver makes this actor yield after the
+  /// current message (see config::mailbox_soft_limit).
+  void note_load(const actor& dest) noexcept {
+    if (dest && dest->mailbox_size() > soft_limit_) yield_ = true;
+  }
+  bool yield_ = false;
+  std::size_t soft_limit_;
 
  private:
   std::uint64_t last_request_id_ = 0;

@@ -62,6 +62,8 @@ class actor_system {
   actor_system& operator=(const actor_system&) = delete;
 
   const config& cfg() const noexcept;
+  /// config::mailbox_soft_limit, read on every send between actors.
+  std::size_t mailbox_soft_limit() const noexcept { return soft_limit_; }
 
   // --- spawning ---
   /// Event-based actor from a function `behavior f(event_actor&, Args...)`
@@ -173,6 +175,7 @@ class actor_system {
   void add_live(actor_cell* c);
 
   std::unique_ptr<impl> impl_;
+  std::size_t soft_limit_;
 };
 
 /// A blocking actor owned by the current thread (main, tests, adapters):

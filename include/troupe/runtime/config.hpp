@@ -6,6 +6,10 @@
 //   throughput       messages an actor handles per activation before the
 //                    worker moves on (CAF "max-throughput", SObjectizer
 //                    "max_demands_at_once")
+//   mailbox_soft_limit  a mailbox longer than this is "overloaded": actors
+//                    sending to it yield after their current message, and
+//                    the receiver keeps draining past its throughput budget
+//                    until it is back under the limit (default 1024)
 //   worker/detached/blocking affinity: thread-to-core affinity strings,
 //                    "<0> <2-4> <1, 5>": thread i runs on group i mod n
 // Values can also be set by name from strings (set("workers", "4")), from
@@ -42,16 +46,17 @@ class config {
   config& workers(std::size_t n);  ///< 0: one per available core
   config& polling_strategy(polling p);
   config& throughput(std::size_t n);  ///< >= 1
+  config& mailbox_soft_limit(std::size_t n);  ///< >= 1
   config& worker_affinity(std::string s);
   config& detached_affinity(std::string s);
   config& blocking_affinity(std::string s);
   /// Shorthand for worker_affinity.
   config& affinity(std::string s) { return worker_affinity(std::move(s)); }
 
-  /// Sets a knob by name: workers, polling, throughput, worker-affinity,
+  /// Sets a knob by name: workers, polling, throughput, mailbox-soft-limit, worker-affinity,
   /// detached-affinity, blocking-affinity. Throws config_error.
   config& set(std::string_view key, std::string_view value);
-  /// Reads TROUPE_WORKERS, TROUPE_POLLING, TROUPE_THROUGHPUT,
+  /// Reads TROUPE_WORKERS, TROUPE_POLLING, TROUPE_THROUGHPUT, TROUPE_MAILBOX_SOFT_LIMIT,
   /// TROUPE_WORKER_AFFINITY, TROUPE_DETACHED_AFFINITY, TROUPE_BLOCKING_AFFINITY.
   config& load_env();
   /// "key = value" lines; '#' starts a comment. Throws config_error with the line number.
@@ -62,6 +67,7 @@ class config {
   std::size_t effective_workers() const noexcept;
   polling polling_strategy() const noexcept { return polling_; }
   std::size_t throughput() const noexcept { return throughput_; }
+  std::size_t mailbox_soft_limit() const noexcept { return mailbox_soft_limit_; }
   const std::string& worker_affinity() const noexcept { return worker_affinity_; }
   const std::string& detached_affinity() const noexcept { return detached_affinity_; }
   const std::string& blocking_affinity() const noexcept { return blocking_affinity_; }
@@ -70,6 +76,7 @@ class config {
   std::size_t workers_ = 0;
   polling polling_ = polling::moderate;
   std::size_t throughput_ = 100;
+  std::size_t mailbox_soft_limit_ = 1024;
   std::string worker_affinity_;
   std::string detached_affinity_;
   std::string blocking_affinity_;
