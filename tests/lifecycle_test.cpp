@@ -255,3 +255,22 @@ TEST(lifecycle, system_shutdown_twice_is_harmless) {
   sys.shutdown();
   EXPECT_EQ(sys.live_actors(), 0u);
 }
+
+TEST(lifecycle, answered_request_leaves_no_dead_letter_behind) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::scoped_actor self{sys};
+  auto server = sys.spawn([](event_actor&) { return behavior{[](int x) { return x; }}; });
+  auto client = sys.spawn([](event_actor& self, troupe::actor server) {
+    self.request(server, 20ms, 1).then([&self](int) { self.quit(); });
+  }, server);
+  self->monitor(client);
+  self->receive([](troupe::down_msg&) {});
+  std::this_thread::sleep_for(60ms);  // the request's timer fires after the client ended
+  EXPECT_EQ(sys.dead_letters(), 0u);
+}
+
+TEST(lifecycle, send_to_an_empty_handle_is_counted) {
+  troupe::actor_system sys{troupe::config{}.workers(1)};
+  sys.send(troupe::actor{}, 1);
+  EXPECT_EQ(sys.dead_letters(), 1u);
+}

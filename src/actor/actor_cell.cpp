@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "troupe/actor/group.hpp"
+#include "troupe/actor/system_messages.hpp"
 #include "troupe/actor/local_actor.hpp"
 #include "troupe/runtime/actor_system.hpp"
 #include "troupe/util/cache.hpp"
@@ -117,6 +118,11 @@ void actor_cell::deliver(const actor& dest, detail::message_node* n, priority p)
 }
 
 void actor_cell::dead_letter(detail::message_node* n, const error& why) noexcept {
+  if (n->holds<detail::timeout_msg>()) {
+    // The runtime's own request timer outlived its actor: no user data lost.
+    detail::destroy_message(n);
+    return;
+  }
   sys_->count_dead_letter();
   if (n->is_request() && n->sender) {
     try {

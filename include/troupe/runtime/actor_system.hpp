@@ -113,8 +113,13 @@ class actor_system {
   }
 
   // --- messaging from outside any actor (anonymous sender) ---
+  /// A send to an empty handle is counted as a dead letter.
   template <class... Ts>
   void send(const actor& dest, Ts&&... xs) {
+    if (!dest) {
+      count_dead_letter();
+      return;
+    }
     actor_cell::deliver(dest, detail::make_message(actor{}, 0, std::forward<Ts>(xs)...));
   }
   template <class... Sigs, class... Ts>
