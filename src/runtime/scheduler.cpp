@@ -172,8 +172,10 @@ bool worker::park() noexcept {
     s.idle_.fetch_add(1, std::memory_order_seq_cst);
   }
   s.searching_.fetch_sub(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  // Re-check after announcing: a producer that missed us will be seen here.
+  // Re-check after announcing. Producers read idle_ with an RMW after they
+  // publish work (notify_if_needed), so either they see our increment of
+  // idle_ or we see their work here: no lost wake-up, and no fence that
+  // ThreadSanitizer could not follow.
   bool work = s.global_size_.load(std::memory_order_acquire) != 0;
   for (auto& w : s.workers_) work = work || w->has_work();
   if (work || s.stop_.load(std::memory_order_acquire)) {
@@ -276,8 +278,9 @@ resumable* scheduler::pop_global() noexcept {
 }
 
 void scheduler::notify_if_needed() noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (searching_.load(std::memory_order_relaxed) == 0 && idle_.load(std::memory_order_relaxed) != 0)
+  // An RMW on idle_ orders our published work against a parking worker's
+  // increment of idle_ (see worker::park).
+  if (idle_.fetch_add(0, std::memory_order_seq_cst) != 0 && searching_.load(std::memory_order_seq_cst) == 0)
     wake_one();
 }
 
