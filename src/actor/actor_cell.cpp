@@ -53,10 +53,51 @@ actor_cell::~actor_cell() { delete extras_; }
 void* actor_cell::operator new(std::size_t size) { return pool_allocate(size); }
 void actor_cell::operator delete(void* p, std::size_t size) noexcept { pool_deallocate(p, size); }
 
-void actor_cell::release() noexcept {
-  auto now = word_.fetch_sub(ref_one, std::memory_order_acq_rel) - ref_one;
+void actor_cell::release_n(std::uint32_t n) noexcept {
+  auto now = word_.fetch_sub(n * ref_one, std::memory_order_acq_rel) - n * ref_one;
   if ((now & ~closed_bit) == 0) last_release(now);
 }
+
+namespace detail {
+namespace {
+// Worker threads give back the sender references of consumed messages in
+// batches: a consumer on another core would otherwise bounce the sender's
+// cache line once per message. Flushed after every activation.
+struct release_cache {
+  actor_cell* cell;
+  std::uint32_t count;
+  bool enabled;
+};
+thread_local release_cache releases{};
+}  // namespace
+
+void release_sender(actor_cell* c) noexcept {
+  auto& rc = releases;
+  if (!rc.enabled) {
+    c->release();
+    return;
+  }
+  if (rc.cell == c && rc.count < 1024) {
+    ++rc.count;
+    return;
+  }
+  flush_deferred();
+  rc.cell = c;
+  rc.count = 1;
+}
+
+void flush_deferred() noexcept {
+  auto& rc = releases;
+  if (rc.cell == nullptr) return;
+  auto* c = std::exchange(rc.cell, nullptr);
+  c->release_n(std::exchange(rc.count, 0));
+}
+
+void defer_on_this_thread(bool on) noexcept {
+  if (!on) flush_deferred();
+  releases.enabled = on;
+}
+}  // namespace detail
 
 bool actor_cell::try_add_ref() noexcept {
   auto w = word_.load(std::memory_order_acquire);

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "../runtime/scheduler.hpp"
 #include "../runtime/timer.hpp"
 #include "troupe/runtime/actor_system.hpp"
 #include "troupe/util/cache.hpp"
@@ -90,6 +91,7 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
   std::size_t budget = throughput;
   unsigned spins = 0;
   for (;;) {
+    bool drained = false;
     for (;;) {
       if (handled >= budget) {
         // An overloaded mailbox is drained past the budget, back under the
@@ -98,7 +100,10 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         budget += throughput;
       }
       auto* n = pop();
-      if (n == nullptr) break;
+      if (n == nullptr) {
+        drained = true;
+        break;
+      }
       ++consumed;
       ++handled;
       dispatch(n);
@@ -108,6 +113,18 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         return resume_result::done;
       }
       if (yield_) break;  // we flooded someone: let it catch up
+    }
+    // Linger: a drained actor whose worker has nothing else to do polls its
+    // mailbox for a moment before going idle. A steady producer then feeds a
+    // running consumer (no wake-up, no hand-over between workers), as a
+    // busy-polling thread would; the worker would only have searched anyway.
+    if (drained && handled != 0 && !quit_ && detail::worker_is_free()) {
+      bool more = false;
+      for (int i = 0; i < 64 && !more; ++i) {
+        cpu_relax();
+        more = mailbox_size() > consumed;
+      }
+      if (more) continue;
     }
     bool freed = false;
     auto left = settle(consumed, freed);

@@ -19,6 +19,12 @@ constexpr std::uint32_t spin_rounds(polling p) {
 }
 }  // namespace
 
+bool worker_is_free() noexcept {
+  worker* w = current_worker;
+  if (w == nullptr) return true;
+  return !w->has_own_work() && w->sched_->global_size_.load(std::memory_order_relaxed) == 0;
+}
+
 // ---------------------------------------------------------------- worker
 
 void worker::push_local(resumable* r) noexcept {
@@ -95,6 +101,12 @@ resumable* worker::steal_next(resumable* expected) noexcept {
   if (expected == nullptr) return nullptr;
   if (next_.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel)) return expected;
   return nullptr;
+}
+
+bool worker::has_own_work() const noexcept {
+  return next_.load(std::memory_order_relaxed) != nullptr ||
+         lifo_top_.load(std::memory_order_relaxed) < lifo_bottom_.load(std::memory_order_relaxed) ||
+         head_.load(std::memory_order_relaxed) < tail_.load(std::memory_order_relaxed);
 }
 
 bool worker::has_work() const noexcept {
@@ -196,6 +208,7 @@ bool worker::park() noexcept {
 
 void worker::run(const std::vector<int>& cores) {
   current_worker = this;
+  defer_on_this_thread(true);
   pin_current_thread(cores);
   seen_next_.assign(sched_->workers_.size(), nullptr);
   const auto throughput = sched_->throughput_;
@@ -209,12 +222,15 @@ void worker::run(const std::vector<int>& cores) {
     // else looks for the work that may follow.
     if (searching.fetch_sub(1, std::memory_order_seq_cst) == 1) sched_->notify_if_needed();
     do {
-      if (r->resume(throughput) == resume_result::again) push_local(r);
+      auto result = r->resume(throughput);
+      flush_deferred();
+      if (result == resume_result::again) push_local(r);
       activations_.store(activations_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
       r = find_work();
     } while (r != nullptr);
     searching.fetch_add(1, std::memory_order_seq_cst);
   }
+  defer_on_this_thread(false);
   current_worker = nullptr;
 }
 

@@ -31,7 +31,13 @@ namespace troupe::detail {
 
 class scheduler;
 
+/// true when called on a worker whose own queues and the global queue are
+/// empty, or on a thread that is not a worker (a detached actor's own thread).
+bool worker_is_free() noexcept;
+
 class alignas(cache_line) worker {
+  friend bool worker_is_free() noexcept;
+
  public:
   static constexpr std::uint64_t ring_size = 1024;
 
@@ -45,6 +51,7 @@ class alignas(cache_line) worker {
   resumable* steal_lifo() noexcept;        // any thread: deque top (oldest)
   resumable* steal_next(resumable* expected) noexcept;
   bool has_work() const noexcept;
+  bool has_own_work() const noexcept;  // owner's view, relaxed
   std::uint64_t activations() const noexcept { return activations_.load(std::memory_order_acquire); }
 
  private:
@@ -76,6 +83,8 @@ class alignas(cache_line) worker {
 };
 
 class scheduler {
+  friend bool worker_is_free() noexcept;
+
  public:
   scheduler(std::size_t workers, polling p, std::size_t throughput, affinity aff);
   ~scheduler();

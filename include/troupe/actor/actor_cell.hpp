@@ -66,7 +66,8 @@ class actor_cell : public detail::resumable {
 
   // --- reference counting (see actor.hpp) ---
   void add_ref() noexcept { word_.fetch_add(ref_one, std::memory_order_relaxed); }
-  void release() noexcept;
+  void release() noexcept { release_n(1); }
+  void release_n(std::uint32_t n) noexcept;
   /// Adds a reference unless the actor has ended or is being freed.
   bool try_add_ref() noexcept;
 

@@ -19,6 +19,10 @@
 namespace troupe {
 namespace detail {
 
+/// Releases a message's sender reference; on scheduler workers the releases
+/// are batched per sender and flushed after each activation (flush_deferred).
+void release_sender(actor_cell* c) noexcept;
+
 /// One static object per distinct tuple of decayed types; its address is the
 /// type's identity (stable across translation units).
 template <class... Ts>
@@ -71,7 +75,7 @@ struct payload_node final : message_node {
 
   static void destroy(message_node* n) noexcept {
     auto* self = static_cast<payload_node*>(n);
-    if (self->borrowed_sender) (void)self->sender.detach();
+    if (actor_cell* c = self->sender.detach(); c != nullptr && !self->borrowed_sender) release_sender(c);
     self->~payload_node();
     pool_deallocate(self, sizeof(payload_node));
   }

@@ -12,6 +12,11 @@ enum class resume_result {
   again,  ///< still has work: queue it again behind the others (fairness)
 };
 
+/// Per-thread deferred work of the layers above (batched reference count
+/// releases): workers enable it for their thread and flush after each resume.
+void defer_on_this_thread(bool on) noexcept;
+void flush_deferred() noexcept;
+
 class resumable {
  public:
   virtual resume_result resume(std::size_t throughput) = 0;
