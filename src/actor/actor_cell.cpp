@@ -61,11 +61,14 @@ void actor_cell::release_n(std::uint32_t n) noexcept {
 namespace detail {
 namespace {
 // Worker threads give back the sender references of consumed messages in
-// batches: a consumer on another core would otherwise bounce the sender's
-// cache line once per message. Flushed after every activation.
+// batches: a consumer on another core would otherwise bounce each sender's
+// cache line once per message. A few senders are tracked at once (fan-in
+// interleaves them); flushed after every activation.
+constexpr int release_slots = 4;
 struct release_cache {
-  actor_cell* cell;
-  std::uint32_t count;
+  actor_cell* cell[release_slots];
+  std::uint32_t count[release_slots];
+  unsigned victim;
   bool enabled;
 };
 thread_local release_cache releases{};
@@ -77,20 +80,28 @@ void release_sender(actor_cell* c) noexcept {
     c->release();
     return;
   }
-  if (rc.cell == c && rc.count < 1024) {
-    ++rc.count;
-    return;
-  }
-  flush_deferred();
-  rc.cell = c;
-  rc.count = 1;
+  for (int i = 0; i < release_slots; ++i)
+    if (rc.cell[i] == c) {
+      if (++rc.count[i] == 1024) {
+        rc.cell[i] = nullptr;
+        c->release_n(std::exchange(rc.count[i], 0));
+      }
+      return;
+    }
+  auto v = rc.victim++ % release_slots;
+  for (int i = 0; i < release_slots; ++i)
+    if (rc.cell[i] == nullptr) {
+      v = static_cast<unsigned>(i);
+      break;
+    }
+  if (auto* old = std::exchange(rc.cell[v], c)) old->release_n(rc.count[v]);
+  rc.count[v] = 1;
 }
 
 void flush_deferred() noexcept {
   auto& rc = releases;
-  if (rc.cell == nullptr) return;
-  auto* c = std::exchange(rc.cell, nullptr);
-  c->release_n(std::exchange(rc.count, 0));
+  for (int i = 0; i < release_slots; ++i)
+    if (auto* c = std::exchange(rc.cell[i], nullptr)) c->release_n(std::exchange(rc.count[i], 0));
 }
 
 void defer_on_this_thread(bool on) noexcept {

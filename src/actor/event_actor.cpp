@@ -112,7 +112,12 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         terminate(std::move(reason), consumed);  // may free this
         return resume_result::done;
       }
-      if (yield_) break;  // we flooded someone: let it catch up
+      if (yield_) {
+        // We flooded someone. If this worker has nothing else to run, wait
+        // here (briefly) for the receiver to catch up: backpressure without
+        // a hand-over; otherwise give the worker to the others.
+        if (!detail::worker_is_free() || !wait_for_receiver()) break;
+      }
     }
     // Linger: a drained actor whose worker has nothing else to do polls its
     // mailbox for a moment before going idle. A steady producer then feeds a
@@ -132,12 +137,27 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
     if (left == 0) return resume_result::done;  // idle: the next sender reschedules us
     if (handled >= budget || yield_) {
       yield_ = false;
+      overloaded_ = actor{};
       return resume_result::again;
     }
     // Announced but not yet linked: a sender is between its two steps.
     if (++spins > 128) return resume_result::again;
     cpu_relax();
   }
+}
+
+bool event_actor::wait_for_receiver() noexcept {
+  // About 20-50 us at most; the receiver usually drains its backlog sooner.
+  for (int i = 0; i < 512; ++i) {
+    if (overloaded_->mailbox_size() <= soft_limit_ || overloaded_->terminated()) {
+      yield_ = false;
+      overloaded_ = actor{};
+      return true;
+    }
+    if (!detail::worker_is_free()) return false;
+    for (int k = 0; k < 4; ++k) cpu_relax();
+  }
+  return false;
 }
 
 void event_actor::dispatch(detail::message_node* n) {

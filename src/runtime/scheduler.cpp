@@ -22,7 +22,11 @@ constexpr std::uint32_t spin_rounds(polling p) {
 bool worker_is_free() noexcept {
   worker* w = current_worker;
   if (w == nullptr) return true;
-  return !w->has_own_work() && w->sched_->global_size_.load(std::memory_order_relaxed) == 0;
+  if (w->has_own_work() || w->sched_->global_size_.load(std::memory_order_relaxed) != 0) return false;
+  // Queued work elsewhere is ours to steal: then we are not free either.
+  for (auto& other : w->sched_->workers_)
+    if (other.get() != w && other->has_queued_work()) return false;
+  return true;
 }
 
 // ---------------------------------------------------------------- worker
@@ -106,6 +110,11 @@ resumable* worker::steal_next(resumable* expected) noexcept {
 bool worker::has_own_work() const noexcept {
   return next_.load(std::memory_order_relaxed) != nullptr ||
          lifo_top_.load(std::memory_order_relaxed) < lifo_bottom_.load(std::memory_order_relaxed) ||
+         head_.load(std::memory_order_relaxed) < tail_.load(std::memory_order_relaxed);
+}
+
+bool worker::has_queued_work() const noexcept {
+  return lifo_top_.load(std::memory_order_relaxed) < lifo_bottom_.load(std::memory_order_relaxed) ||
          head_.load(std::memory_order_relaxed) < tail_.load(std::memory_order_relaxed);
 }
 

@@ -52,6 +52,7 @@ class alignas(cache_line) worker {
   resumable* steal_next(resumable* expected) noexcept;
   bool has_work() const noexcept;
   bool has_own_work() const noexcept;  // owner's view, relaxed
+  bool has_queued_work() const noexcept;  // stealable: deque or ring, relaxed
   std::uint64_t activations() const noexcept { return activations_.load(std::memory_order_acquire); }
 
  private:

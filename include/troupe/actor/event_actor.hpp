@@ -110,6 +110,7 @@ class event_actor : public local_actor {
     return *hooks_;
   }
   void dispatch(detail::message_node* n);
+  bool wait_for_receiver() noexcept;
   void handle_system(detail::message_node& n);
   void handle_response(detail::message_node& n);
   void handle_unexpected(detail::message_node& n);

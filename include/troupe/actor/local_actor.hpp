@@ -124,9 +124,13 @@ class local_actor : public actor_cell {
   /// After a send: an overloaded receiver makes this actor yield after the
   /// current message (see config::mailbox_soft_limit).
   void note_load(const actor& dest) noexcept {
-    if (dest && dest->mailbox_size() > soft_limit_) yield_ = true;
+    if (dest && dest->mailbox_size() > soft_limit_ && !yield_) {
+      yield_ = true;
+      overloaded_ = dest;
+    }
   }
   bool yield_ = false;
+  actor overloaded_;  // the receiver that made us yield
   std::size_t soft_limit_;
 
  private:

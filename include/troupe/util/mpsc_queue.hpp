@@ -42,6 +42,10 @@ class mpsc_queue {
     }
     if (next != nullptr) {
       tail_ = next;
+      // The next node was written by another core: start fetching it while
+      // the caller handles this one (a linked queue's dependent loads would
+      // otherwise pay one cache miss per message, in sequence).
+      __builtin_prefetch(next);
       return tail;
     }
     if (tail != head_.load(std::memory_order_acquire)) return nullptr;
