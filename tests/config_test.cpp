@@ -17,6 +17,8 @@ TEST(config, defaults) {
 TEST(config, set_by_name) {
   troupe::config c;
   c.set("workers", "3").set("polling", "relaxed").set("throughput", "7").set("worker-affinity", "<0>");
+  c.set("mailbox-soft-limit", "64");
+  EXPECT_EQ(c.mailbox_soft_limit(), 64u);
   EXPECT_EQ(c.workers(), 3u);
   EXPECT_EQ(c.polling_strategy(), troupe::polling::relaxed);
   EXPECT_EQ(c.throughput(), 7u);
@@ -39,6 +41,7 @@ TEST(config, bad_values_name_key_value_and_problem) {
   expect_error("workers", "-1", "integer");
   expect_error("workers", "99999", "between");
   expect_error("throughput", "0", "between");
+  expect_error("mailbox-soft-limit", "0", "between");
   expect_error("polling", "fast", "aggressive, moderate or relaxed");
   expect_error("worker-affinity", "<0", "position");
   expect_error("colour", "blue", "unknown key");

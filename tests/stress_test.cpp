@@ -97,3 +97,38 @@ TEST(stress, external_threads_send_concurrently) {
   sys.shutdown();
   EXPECT_EQ(sum.load(), long{threads} * per);
 }
+
+TEST(stress, flood_into_a_slow_receiver_loses_nothing_with_a_small_soft_limit) {
+  // One sender loops 50k sends per message into a receiver that works per
+  // message; overload control (yield, wait, drain past the budget) must not
+  // lose or reorder anything, on one worker and on two.
+  for (std::size_t workers : {1u, 2u}) {
+    troupe::actor_system sys{troupe::config{}.workers(workers).throughput(1).mailbox_soft_limit(16)};
+    troupe::scoped_actor self{sys};
+    auto me = self.handle();
+    constexpr std::int64_t n = 50'000;
+    auto sink = sys.spawn([me](event_actor& self) {
+      return behavior{[&self, me, next = std::int64_t{0}, bad = 0](std::int64_t v) mutable {
+        if (v != next++) ++bad;
+        if (next == n) {
+          self.send(me, next, std::int64_t{bad});
+          self.quit();
+        }
+      }};
+    });
+    sys.spawn([sink](event_actor& self) {
+      self.send(self.self(), done_atom{});
+      return behavior{[&self, sink](done_atom) {
+        for (std::int64_t i = 0; i < n; ++i) self.send(sink, i);
+        self.quit();
+      }};
+    });
+    std::int64_t got = 0, bad = -1;
+    self->receive([&](std::int64_t g, std::int64_t b) {
+      got = g;
+      bad = b;
+    });
+    EXPECT_EQ(got, n);
+    EXPECT_EQ(bad, 0);
+  }
+}
