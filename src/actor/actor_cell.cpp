@@ -46,7 +46,10 @@ struct actor_cell::extras {
 };
 
 actor_cell::actor_cell(actor_system& sys)
-    : sys_{&sys}, word_{ref_one + mail_one}, id_{sys.next_actor_id()} {}
+    : sys_{&sys}, word_{ref_one + mail_one}, id_{sys.next_actor_id()} {
+  mpsc_init(urgent_in_, urgent_out_);
+  mpsc_init(normal_in_, normal_out_);
+}
 
 actor_cell::~actor_cell() { delete extras_; }
 
@@ -137,7 +140,7 @@ bool actor_cell::enqueue(detail::message_node* n, priority p) noexcept {
     dead_letter(n, error{errc::actor_exited, "the receiver has ended"});
     return false;
   }
-  (p == priority::urgent ? urgent_ : normal_).push(n);
+  mpsc_push(p == priority::urgent ? urgent_in_ : normal_in_, n);
   if ((prev & mail_mask) == 0) wake();
   return true;
 }
@@ -154,7 +157,7 @@ bool actor_cell::enqueue_if(detail::message_node* n, std::size_t limit) noexcept
       return false;
     }
   } while (!word_.compare_exchange_weak(w, w + mail_one, std::memory_order_acq_rel));
-  normal_.push(n);
+  mpsc_push(normal_in_, n);
   if ((w & mail_mask) == 0) wake();
   return true;
 }

@@ -99,8 +99,8 @@ class actor_cell : public detail::resumable {
 
   /// Consumer only: next message, urgent first; nullptr if none visible.
   detail::message_node* pop() noexcept {
-    if (auto* n = urgent_.pop()) return static_cast<detail::message_node*>(n);
-    return static_cast<detail::message_node*>(normal_.pop());
+    if (auto* n = mpsc_pop(urgent_in_, urgent_out_)) return static_cast<detail::message_node*>(n);
+    return static_cast<detail::message_node*>(mpsc_pop(normal_in_, normal_out_));
   }
 
   /// Consumer only: `consumed` messages are done. Returns the number of
@@ -130,10 +130,14 @@ class actor_cell : public detail::resumable {
   void notify_exit(const error& reason) noexcept;
   extras& ensure_extras();
 
+  // Producers' line: the count word and the queue heads.
   alignas(64) std::atomic<std::uint64_t> word_;
-  mpsc_queue urgent_;
-  mpsc_queue normal_;
+  mpsc_head urgent_in_;
+  mpsc_head normal_in_;
   std::uint64_t id_;
+  // The consumer's line: the queue tails, written on every message handled.
+  alignas(64) mpsc_tail urgent_out_;
+  mpsc_tail normal_out_;
   extras* extras_ = nullptr;  // links, monitors: rare, allocated on first use
 
  public:

@@ -17,60 +17,69 @@ struct mpsc_node {
   std::atomic<mpsc_node*> next{nullptr};
 };
 
+/// The two ends of the queue, so that a user can put them on different cache
+/// lines (producers write the head, the consumer the tail).
+struct mpsc_head {
+  std::atomic<mpsc_node*> head;
+};
+struct mpsc_tail {
+  mpsc_node* tail;
+  mpsc_node stub;
+};
+
+inline void mpsc_init(mpsc_head& h, mpsc_tail& t) noexcept {
+  h.head.store(&t.stub, std::memory_order_relaxed);
+  t.tail = &t.stub;
+}
+
+/// Any thread. Never blocks, never fails.
+inline void mpsc_push(mpsc_head& h, mpsc_node* n) noexcept {
+  n->next.store(nullptr, std::memory_order_relaxed);
+  mpsc_node* prev = h.head.exchange(n, std::memory_order_acq_rel);
+  prev->next.store(n, std::memory_order_release);
+}
+
+/// Consumer only. nullptr when empty or when a producer is mid-push.
+inline mpsc_node* mpsc_pop(mpsc_head& h, mpsc_tail& t) noexcept {
+  mpsc_node* tail = t.tail;
+  mpsc_node* next = tail->next.load(std::memory_order_acquire);
+  if (tail == &t.stub) {
+    if (next == nullptr) return nullptr;
+    t.tail = next;
+    tail = next;
+    next = next->next.load(std::memory_order_acquire);
+  }
+  if (next != nullptr) {
+    t.tail = next;
+    // The next node was written by another core: start fetching it while
+    // the caller handles this one (a linked queue's dependent loads would
+    // otherwise pay one cache miss per message, in sequence).
+    __builtin_prefetch(next);
+    return tail;
+  }
+  if (tail != h.head.load(std::memory_order_acquire)) return nullptr;
+  mpsc_push(h, &t.stub);
+  next = tail->next.load(std::memory_order_acquire);
+  if (next != nullptr) {
+    t.tail = next;
+    return tail;
+  }
+  return nullptr;
+}
+
+/// Both ends together (24 bytes, unpadded).
 class mpsc_queue {
  public:
-  mpsc_queue() noexcept : head_{&stub_}, tail_{&stub_} {}
+  mpsc_queue() noexcept { mpsc_init(head_, tail_); }
   mpsc_queue(const mpsc_queue&) = delete;
   mpsc_queue& operator=(const mpsc_queue&) = delete;
 
-  /// Any thread. Never blocks, never fails.
-  void push(mpsc_node* n) noexcept {
-    n->next.store(nullptr, std::memory_order_relaxed);
-    mpsc_node* prev = head_.exchange(n, std::memory_order_acq_rel);
-    prev->next.store(n, std::memory_order_release);
-  }
-
-  /// Consumer only. nullptr when empty or when a producer is mid-push.
-  mpsc_node* pop() noexcept {
-    mpsc_node* tail = tail_;
-    mpsc_node* next = tail->next.load(std::memory_order_acquire);
-    if (tail == &stub_) {
-      if (next == nullptr) return nullptr;
-      tail_ = next;
-      tail = next;
-      next = next->next.load(std::memory_order_acquire);
-    }
-    if (next != nullptr) {
-      tail_ = next;
-      // The next node was written by another core: start fetching it while
-      // the caller handles this one (a linked queue's dependent loads would
-      // otherwise pay one cache miss per message, in sequence).
-      __builtin_prefetch(next);
-      return tail;
-    }
-    if (tail != head_.load(std::memory_order_acquire)) return nullptr;
-    push(&stub_);
-    next = tail->next.load(std::memory_order_acquire);
-    if (next != nullptr) {
-      tail_ = next;
-      return tail;
-    }
-    return nullptr;
-  }
-
-  /// Consumer only; a hint (a producer may be mid-push).
-  bool empty() const noexcept {
-    return tail_ == &stub_ && stub_.next.load(std::memory_order_acquire) == nullptr &&
-           head_.load(std::memory_order_acquire) == &stub_;
-  }
+  void push(mpsc_node* n) noexcept { mpsc_push(head_, n); }
+  mpsc_node* pop() noexcept { return mpsc_pop(head_, tail_); }
 
  private:
-  // Deliberately unpadded (24 bytes): a mailbox holds two of these and a
-  // million actors must fit in memory; producers and the consumer share the
-  // mailbox's counter line anyway. Pad around the queue where that matters.
-  std::atomic<mpsc_node*> head_;  // producers
-  mpsc_node* tail_;               // consumer
-  mpsc_node stub_;
+  mpsc_head head_;
+  mpsc_tail tail_;
 };
 
 }  // namespace troupe
