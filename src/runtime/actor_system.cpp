@@ -96,6 +96,7 @@ std::size_t actor_system::live_actors() const noexcept { return impl_->live.load
 std::size_t actor_system::worker_count() const noexcept { return impl_->sched.worker_count(); }
 
 void actor_system::schedule(detail::resumable* r) noexcept { impl_->sched.schedule(r); }
+void actor_system::schedule_fork(detail::resumable* r) noexcept { impl_->sched.schedule_fork(r); }
 void actor_system::add_timer(std::chrono::steady_clock::time_point when, std::unique_ptr<detail::timer_task> t) {
   impl_->timers.add(when, std::move(t));
 }

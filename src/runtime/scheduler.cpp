@@ -29,6 +29,23 @@ bool worker_is_free() noexcept {
   return true;
 }
 
+bool on_worker_thread() noexcept { return current_worker != nullptr; }
+
+scheduler* current_scheduler() noexcept {
+  worker* w = current_worker;
+  return w != nullptr ? w->sched_ : nullptr;
+}
+
+bool help_one() noexcept {
+  worker* w = current_worker;
+  if (w == nullptr) return false;
+  resumable* r = w->find_work();
+  if (r == nullptr) r = w->steal_any();
+  if (r == nullptr) return false;
+  w->run_one(r);
+  return true;
+}
+
 // ---------------------------------------------------------------- worker
 
 void worker::push_local(resumable* r) noexcept {
@@ -185,6 +202,24 @@ resumable* worker::search() noexcept {
   }
 }
 
+resumable* worker::steal_any() noexcept {
+  auto& s = *sched_;
+  const auto n = s.workers_.size();
+  for (std::size_t i = 1; i < n; ++i) {
+    auto& victim = *s.workers_[(index_ + i) % n];
+    if (auto* r = victim.steal_lifo()) return r;
+    if (auto* r = victim.steal()) return r;
+  }
+  return nullptr;
+}
+
+void worker::run_one(resumable* r) noexcept {
+  auto result = r->resume(sched_->throughput_);
+  flush_deferred();
+  if (result == resume_result::again) push_local(r);
+  activations_.store(activations_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
 bool worker::park() noexcept {
   auto& s = *sched_;
   {
@@ -220,7 +255,6 @@ void worker::run(const std::vector<int>& cores) {
   defer_on_this_thread(true);
   pin_current_thread(cores);
   seen_next_.assign(sched_->workers_.size(), nullptr);
-  const auto throughput = sched_->throughput_;
   auto& searching = sched_->searching_;
   searching.fetch_add(1, std::memory_order_seq_cst);  // a worker without work is searching
   for (;;) {
@@ -231,10 +265,7 @@ void worker::run(const std::vector<int>& cores) {
     // else looks for the work that may follow.
     if (searching.fetch_sub(1, std::memory_order_seq_cst) == 1) sched_->notify_if_needed();
     do {
-      auto result = r->resume(throughput);
-      flush_deferred();
-      if (result == resume_result::again) push_local(r);
-      activations_.store(activations_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+      run_one(r);
       r = find_work();
     } while (r != nullptr);
     searching.fetch_add(1, std::memory_order_seq_cst);
@@ -278,6 +309,15 @@ void scheduler::stop() noexcept {
 void scheduler::schedule(resumable* r) noexcept {
   if (worker* w = current_worker; w != nullptr && w->sched_ == this) {
     w->put_next(r);
+    return;
+  }
+  push_global(r);
+  notify_if_needed();
+}
+
+void scheduler::schedule_fork(resumable* r) noexcept {
+  if (worker* w = current_worker; w != nullptr && w->sched_ == this) {
+    w->push_lifo(r);
     return;
   }
   push_global(r);

@@ -34,9 +34,13 @@ class scheduler;
 /// true when called on a worker whose own queues and the global queue are
 /// empty, or on a thread that is not a worker (a detached actor's own thread).
 bool worker_is_free() noexcept;
+/// The scheduler whose worker is the calling thread, or nullptr.
+scheduler* current_scheduler() noexcept;
 
 class alignas(cache_line) worker {
   friend bool worker_is_free() noexcept;
+  friend bool help_one() noexcept;
+  friend scheduler* current_scheduler() noexcept;
 
  public:
   static constexpr std::uint64_t ring_size = 1024;
@@ -59,6 +63,8 @@ class alignas(cache_line) worker {
   friend class scheduler;
   resumable* pop_local() noexcept;
   resumable* pop_lifo() noexcept;  // owner only: deque bottom (newest)
+  resumable* steal_any() noexcept;  // one pass over the other workers
+  void run_one(resumable* r) noexcept;
   resumable* find_work() noexcept;
   resumable* search() noexcept;
   bool park() noexcept;  // false: stop requested
@@ -95,6 +101,9 @@ class scheduler {
 
   /// Any thread: makes `r` runnable.
   void schedule(resumable* r) noexcept;
+  /// Any thread: a forked task; on one of our workers it goes to that
+  /// worker's LIFO deque (run soon by the owner, stealable by others).
+  void schedule_fork(resumable* r) noexcept;
 
   std::size_t worker_count() const noexcept { return workers_.size(); }
   std::size_t throughput() const noexcept { return throughput_; }

@@ -152,6 +152,9 @@ class actor_system {
 
   // --- used by the runtime itself ---
   void schedule(detail::resumable* r) noexcept;
+  /// A forked task (task_group): the calling worker's LIFO deque, or the
+  /// global queue from other threads.
+  void schedule_fork(detail::resumable* r) noexcept;
   void add_timer(std::chrono::steady_clock::time_point when, std::unique_ptr<detail::timer_task> t);
   void count_dead_letter() noexcept;
   void count_unexpected() noexcept;

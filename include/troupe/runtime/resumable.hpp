@@ -17,6 +17,12 @@ enum class resume_result {
 void defer_on_this_thread(bool on) noexcept;
 void flush_deferred() noexcept;
 
+/// true on a scheduler worker thread (of any actor_system).
+bool on_worker_thread() noexcept;
+/// On a worker: runs one piece of queued work (its own or stolen), true if it
+/// did. Joins call it to help instead of blocking their worker.
+bool help_one() noexcept;
+
 class resumable {
  public:
   virtual resume_result resume(std::size_t throughput) = 0;
