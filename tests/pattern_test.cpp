@@ -165,3 +165,77 @@ TEST(map, many_actors_use_map_concurrently) {
       EXPECT_EQ(sum, expected) << "actor " << a;
     });
 }
+
+TEST(map_accelerator, hundred_actors_request_concurrently_and_each_gets_its_own_answer) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  auto acc = troupe::spawn_map_accelerator<int, long>(sys, {.workers = 2});
+  troupe::scoped_actor self{sys};
+  auto me = self.handle();
+  constexpr int actors = 100;
+  for (int a = 0; a < actors; ++a)
+    sys.spawn([acc, me, a](troupe::event_actor& s) {
+      std::vector<int> data(1000 + a);
+      std::iota(data.begin(), data.end(), a * 10);
+      std::function<long(const int&)> f = [a](const int& x) { return static_cast<long>(x) * (a + 1); };
+      s.request(acc, 30s, std::move(f), std::move(data))
+          .then(
+              [&s, me, a](std::vector<long>& out) {
+                bool ok = out.size() == static_cast<std::size_t>(1000 + a);
+                for (std::size_t i = 0; ok && i < out.size(); ++i)
+                  ok = out[i] == (static_cast<long>(a) * 10 + static_cast<long>(i)) * (a + 1);
+                s.send(me, a, ok);
+              },
+              [&s, me, a](troupe::error&) { s.send(me, a, false); });
+    });
+  std::vector<int> seen(actors, 0);
+  for (int i = 0; i < actors; ++i)
+    self->receive([&](int a, bool ok) {
+      EXPECT_TRUE(ok) << "actor " << a;
+      ++seen[static_cast<std::size_t>(a)];
+    });
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), actors);
+}
+
+TEST(map_accelerator, exception_in_the_function_is_an_error_reply) {
+  troupe::actor_system sys{troupe::config{}.workers(1)};
+  auto acc = troupe::spawn_map_accelerator<int, int>(sys, {.workers = 1});
+  troupe::scoped_actor self{sys};
+  std::function<int(const int&)> f = [](const int& x) -> int {
+    if (x == 3) throw std::runtime_error("three");
+    return x;
+  };
+  troupe::error got;
+  self->request(acc, 10s, std::move(f), std::vector<int>{1, 2, 3, 4})
+      .receive([](std::vector<int>&) { ADD_FAILURE(); }, [&](troupe::error& e) { got = e; });
+  EXPECT_EQ(got.code(), troupe::errc::runtime_error);
+  EXPECT_NE(got.message().find("three"), std::string::npos);
+}
+
+TEST(map_accelerator, team_threads_run_on_their_own_cores) {
+  auto cores = troupe::available_cores();
+  auto team_core = cores.back();
+  troupe::actor_system sys{troupe::config{}.workers(1).worker_affinity("<" + std::to_string(cores.front()) + ">")};
+  auto acc = troupe::spawn_map_accelerator<int, int>(
+      sys, {.workers = 2, .affinity = "<" + std::to_string(team_core) + ">", .part = troupe::partition::dynamic(1)});
+  troupe::scoped_actor self{sys};
+  std::function<int(const int&)> where = [](const int&) { return sched_getcpu(); };
+  std::vector<int> cpus;
+  self->request(acc, 10s, std::move(where), std::vector<int>(64, 0))
+      .receive([&](std::vector<int>& out) { cpus = out; }, [](troupe::error& e) { FAIL() << e.to_string(); });
+  ASSERT_EQ(cpus.size(), 64u);
+  for (int c : cpus) EXPECT_EQ(c, team_core);
+}
+
+TEST(map_accelerator, bad_affinity_is_rejected_at_spawn) {
+  troupe::actor_system sys{troupe::config{}.workers(1)};
+  EXPECT_THROW((troupe::spawn_map_accelerator<int, int>(sys, {.workers = 1, .affinity = "<0-"})), troupe::config_error);
+}
+
+TEST(task_group, posted_tasks_run_before_the_system_shuts_down) {
+  std::atomic<int> ran{0};
+  {
+    troupe::actor_system sys{troupe::config{}.workers(2)};
+    for (int i = 0; i < 1000; ++i) troupe::post(sys, [&ran] { ++ran; });
+  }
+  EXPECT_EQ(ran.load(), 1000);
+}

@@ -13,6 +13,7 @@
 #include "troupe/actor/typed_actor.hpp"
 #include "troupe/pattern/divide_and_conquer.hpp"
 #include "troupe/pattern/map.hpp"
+#include "troupe/pattern/map_accelerator.hpp"
 #include "troupe/pattern/task_group.hpp"
 #include "troupe/runtime/actor_system.hpp"
 #include "troupe/runtime/config.hpp"

@@ -194,9 +194,9 @@ void actor_system::shutdown() {
     impl_->shut_down = true;
   }
   auto& m = *impl_;
-  // 1. Let every queued message be handled.
+  // 1. Let every queued message (and queued task) be handled.
   auto pause = std::chrono::microseconds{50};
-  while (m.live.load(std::memory_order_acquire) != 0 && !m.quiescent()) {
+  while (!m.quiescent()) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds{2000});
   }

@@ -142,4 +142,42 @@ class task_group {
   state* state_;
 };
 
+namespace detail {
+template <class F>
+class posted_task final : public resumable {
+ public:
+  explicit posted_task(F f) : f_{std::move(f)} {}
+  resume_result resume(std::size_t) override {
+    try {
+      f_();
+    } catch (...) {
+      // Documented: a posted function handles its own errors.
+    }
+    this->~posted_task();
+    pool_deallocate(this, sizeof(posted_task));
+    return resume_result::done;
+  }
+
+ private:
+  F f_;
+};
+}  // namespace detail
+
+/// Runs `f` once on one of `sys`'s workers, without waiting for it (for work
+/// that reports its result itself, e.g. through a response_promise).
+/// Exceptions escaping `f` are dropped: handle them inside.
+template <class F>
+void post(actor_system& sys, F f) {
+  using task_type = detail::posted_task<std::decay_t<F>>;
+  void* mem = pool_allocate(sizeof(task_type));
+  task_type* t;
+  try {
+    t = new (mem) task_type(std::move(f));
+  } catch (...) {
+    pool_deallocate(mem, sizeof(task_type));
+    throw;
+  }
+  sys.schedule_fork(t);
+}
+
 }  // namespace troupe
