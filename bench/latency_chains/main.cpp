@@ -1,5 +1,7 @@
 #include "impls.hpp"
 
+#include <utility>
+
 int main(int argc, char** argv) {
   bench::spec s;
   s.name = "latency_chains";
@@ -8,16 +10,20 @@ int main(int argc, char** argv) {
   s.primary = bench::metric{"avg_latency_us", "us", false,
                             [](const bench::sample& x, const bench::params&) { return x.wall_s * 1e6; }};
   s.variants = [](bool full) {
-    return std::vector<bench::variant>{{"2 cores",
-                                        {{"chains", 20},
-                                         {"length", 8},
-                                         {"heavy", 3},
-                                         {"rate", 1000},
-                                         {"messages", full ? 5000 : 1000},
-                                         {"elements", 5000},
-                                         {"spin", 60},
-                                         {"workers", 2},
-                                         {"map_workers", 2}}}};
+    std::vector<bench::variant> vs;
+    // threads: scheduler workers + accelerator team (troupe only; the others use `workers`)
+    for (auto [workers, team] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {1, 1}})
+      vs.push_back({std::to_string(workers) + (workers == 1 ? " worker + " : " workers + ") + std::to_string(team) + " map",
+                    {{"chains", 20},
+                     {"length", 8},
+                     {"heavy", 3},
+                     {"rate", 1000},
+                     {"messages", full ? 5000 : 1000},
+                     {"elements", 5000},
+                     {"spin", 60},
+                     {"workers", workers},
+                     {"map_workers", team}}});
+    return vs;
   };
   s.default_runs = 3;
   return bench::run_main(argc, argv, s);
