@@ -73,6 +73,8 @@ class event_actor : public local_actor {
 
   /// Answer the current request later (see response_promise).
   response_promise make_response_promise();
+  /// true while handling a request (someone awaits an answer).
+  bool current_is_request() const noexcept { return current_ != nullptr && current_->is_request(); }
 
   /// exit_msg from linked actors goes here instead of ending this actor.
   void set_exit_handler(std::function<void(exit_msg&)> f) { hooks().exit = std::move(f); }
