@@ -191,3 +191,20 @@ TEST(spawn_pattern, plain_send_result_goes_to_the_sender) {
   self->receive([&](int v) { got = v; });
   EXPECT_EQ(got, 101);
 }
+
+TEST(pipeline, an_existing_actor_as_a_stage) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  auto formatter = sys.spawn([](troupe::event_actor&) {
+    return troupe::behavior{[](int x) -> std::string {
+      if (x < 0) throw std::invalid_argument("negative");
+      return "#" + std::to_string(x);
+    }};
+  });
+  auto p = troupe::spawn_pattern(
+      sys, troupe::pipeline{troupe::seq{[](int x) { return x - 1; }}, troupe::seq_actor<int, std::string>{formatter}});
+  EXPECT_EQ(ask<std::string>(sys, p, 43), "#42");
+  troupe::scoped_actor self{sys};
+  troupe::error got;
+  self->request(p, 10s, 0).receive([](std::string&) { ADD_FAILURE(); }, [&](troupe::error& e) { got = e; });
+  EXPECT_EQ(got.code(), troupe::errc::unhandled_exception);
+}
