@@ -11,7 +11,8 @@
 // and same xor of all elements).
 // impls: troupe (divide & conquer merge sort as fork/join tasks on the
 // actor system's scheduler), std_sort (std::sort, one thread), tbb
-// (tbb::parallel_sort limited to `workers` threads).
+// (tbb::parallel_sort limited to `workers` threads), caf (CAF 0.17, one
+// actor per sub-problem above the cut-off).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@ namespace bench {
 sample run_troupe(const params& p);
 sample run_std_sort(const params& p);
 sample run_tbb(const params& p);
+sample run_caf(const params& p);
 
 namespace dac_sort {
 

@@ -353,6 +353,8 @@ void local_actor::leave(const group& g) {
   std::erase(groups_, g.state());
 }
 void local_actor::on_exit() noexcept {
+  yield_ = false;
+  overloaded_ = actor{};
   auto me = handle();
   for (auto& s : groups_) group{s}.unsubscribe(me);
   groups_.clear();

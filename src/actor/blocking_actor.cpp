@@ -9,6 +9,7 @@ namespace troupe {
 
 blocking_actor::blocking_actor() {
   own_thread_ = true;
+  soft_limit_ = SIZE_MAX;  // no activations to yield from: overload control does not apply
   sem_ = std::make_unique<std::counting_semaphore<>>(0);
   drop_spawn_token();
 }

@@ -1,6 +1,7 @@
 #include "troupe/actor/event_actor.hpp"
 
 #include <thread>
+#include <utility>
 
 #include "../runtime/scheduler.hpp"
 #include "../runtime/timer.hpp"
@@ -131,15 +132,16 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
       }
       if (more) continue;
     }
+    // Forget the overload notice before settling: once settled, another
+    // worker may already run this actor. (A handle to the flooded receiver
+    // kept past the activation could also close a reference cycle.)
+    const bool yielding = std::exchange(yield_, false);
+    actor flooded = std::move(overloaded_);
     bool freed = false;
     auto left = settle(consumed, freed);
     consumed = 0;
     if (left == 0) return resume_result::done;  // idle: the next sender reschedules us
-    if (handled >= budget || yield_) {
-      yield_ = false;
-      overloaded_ = actor{};
-      return resume_result::again;
-    }
+    if (handled >= budget || yielding) return resume_result::again;
     // Announced but not yet linked: a sender is between its two steps.
     if (++spins > 128) return resume_result::again;
     cpu_relax();

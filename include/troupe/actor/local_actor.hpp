@@ -118,7 +118,7 @@ class local_actor : public actor_cell {
   std::unique_ptr<std::counting_semaphore<>> sem_;
   detail::message_node* current_ = nullptr;
 
-  /// Leaves joined groups.
+  /// Leaves joined groups, drops the overload notice.
   void on_exit() noexcept override;
 
   /// After a send: an overloaded receiver makes this actor yield after the
