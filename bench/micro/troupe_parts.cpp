@@ -7,6 +7,9 @@
 #include <troupe/troupe.hpp>
 #include <troupe/util/mpsc_queue.hpp>
 #include <troupe/util/pool.hpp>
+#include <troupe/util/spsc_ring.hpp>
+
+#include "common/spin.hpp"
 
 #include <atomic>
 #include <future>
@@ -45,6 +48,53 @@ void message_make_destroy(benchmark::State& state) {
   }
 }
 BENCHMARK(message_make_destroy);
+
+void spsc_ring_push_pop(benchmark::State& state) {
+  troupe::spsc_ring<std::int32_t> r{1024};
+  std::int32_t v = 0;
+  for (auto _ : state) {
+    r.try_push(v);
+    r.try_pop(v);
+    benchmark::DoNotOptimize(v);
+  }
+}
+BENCHMARK(spsc_ring_push_pop);
+
+/// Same shape as rwq_handoff in queues.cpp: items cross to a busy-polling
+/// consumer thread; time per iteration = cost of one hand-off.
+void spsc_ring_handoff(benchmark::State& state) {
+  troupe::spsc_ring<std::int32_t> r{1 << 16};
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> consumed{0};
+  std::thread consumer{[&] {
+    std::int32_t v;
+    std::int64_t n = 0;
+    bench::spin_wait wait;
+    for (;;) {
+      if (r.try_pop(v)) {
+        ++n;
+        continue;
+      }
+      wait();
+      if (stop.load(std::memory_order_acquire)) {
+        while (r.try_pop(v)) ++n;
+        break;
+      }
+    }
+    consumed.store(n);
+  }};
+  std::int32_t x = 0;
+  bench::spin_wait wait;
+  for (auto _ : state) {
+    while (!r.try_push(x)) wait();
+    ++x;
+  }
+  stop.store(true, std::memory_order_release);
+  consumer.join();
+  if (consumed.load() != state.iterations()) state.SkipWithError("lost items in the ring hand-off");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(spsc_ring_handoff)->UseRealTime();
 
 struct ball {
   std::int64_t left;

@@ -1,0 +1,103 @@
+// spsc_ring.hpp: a bounded, lock-free single-producer single-consumer ring of
+// T values stored in place: the typed channel under troupe's streaming layer.
+// Use it between exactly one producer thread and one consumer thread at a
+// time (they may change between uses if the hand-over synchronises). Don't
+// use it with several producers or consumers.
+// Cost: a push or pop is a few plain loads and stores plus one release
+// store; each side caches the other side's index and reads the shared one
+// only when the cached value says full (producer) or empty (consumer). The
+// two indices live on separate cache lines. No allocation after construction;
+// move-only T works.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "troupe/util/cache.hpp"
+
+namespace troupe {
+
+template <class T>
+class spsc_ring {
+ public:
+  /// `capacity` is rounded up to a power of two (at least 2).
+  explicit spsc_ring(std::size_t capacity) : mask_{round_up(capacity) - 1}, slots_{new slot[mask_ + 1]} {}
+  spsc_ring(const spsc_ring&) = delete;
+  spsc_ring& operator=(const spsc_ring&) = delete;
+  ~spsc_ring() {
+    T* v;
+    while ((v = front()) != nullptr) pop();
+  }
+
+  std::size_t capacity() const noexcept { return mask_ + 1; }
+
+  /// Producer. false when full (the value is left untouched).
+  template <class... Args>
+  bool try_emplace(Args&&... args) {
+    const auto t = tail_.load(std::memory_order_relaxed);
+    if (t - cached_head_ > mask_) {
+      cached_head_ = head_.load(std::memory_order_acquire);
+      if (t - cached_head_ > mask_) return false;
+    }
+    ::new (slots_[t & mask_].bytes) T(std::forward<Args>(args)...);
+    tail_.store(t + 1, std::memory_order_release);
+    return true;
+  }
+  bool try_push(T&& v) { return try_emplace(std::move(v)); }
+  bool try_push(const T& v) { return try_emplace(v); }
+
+  /// Consumer. The oldest value, or nullptr when empty; valid until pop().
+  T* front() noexcept {
+    const auto h = head_.load(std::memory_order_relaxed);
+    if (h == cached_tail_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h == cached_tail_) return nullptr;
+    }
+    return std::launder(reinterpret_cast<T*>(slots_[h & mask_].bytes));
+  }
+  /// Consumer. Destroys the front value; precondition: front() != nullptr.
+  void pop() noexcept {
+    const auto h = head_.load(std::memory_order_relaxed);
+    std::launder(reinterpret_cast<T*>(slots_[h & mask_].bytes))->~T();
+    head_.store(h + 1, std::memory_order_release);
+  }
+  /// Consumer. Moves the oldest value into `out`; false when empty.
+  bool try_pop(T& out) {
+    T* v = front();
+    if (v == nullptr) return false;
+    out = std::move(*v);
+    pop();
+    return true;
+  }
+
+  /// Either side; a snapshot.
+  std::size_t size() const noexcept {
+    return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
+  }
+  bool empty() const noexcept { return size() == 0; }
+
+ private:
+  struct slot {
+    alignas(T) unsigned char bytes[sizeof(T)];
+  };
+  static std::size_t round_up(std::size_t n) {
+    if (n > (std::size_t{1} << 40)) throw std::length_error("spsc_ring: capacity too large");
+    std::size_t c = 2;
+    while (c < n) c <<= 1;
+    return c;
+  }
+
+  const std::size_t mask_;
+  std::unique_ptr<slot[]> slots_;
+  alignas(cache_line) std::atomic<std::size_t> head_{0};  // consumer writes
+  std::size_t cached_tail_ = 0;                          // consumer's view of tail_
+  alignas(cache_line) std::atomic<std::size_t> tail_{0};  // producer writes
+  std::size_t cached_head_ = 0;                          // producer's view of head_
+};
+
+}  // namespace troupe

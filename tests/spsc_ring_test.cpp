@@ -1,0 +1,72 @@
+// spsc_ring: bounded SPSC channel of values.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "troupe/util/spsc_ring.hpp"
+
+TEST(spsc_ring, capacity_is_a_power_of_two_and_full_is_refused) {
+  troupe::spsc_ring<int> r{5};
+  EXPECT_EQ(r.capacity(), 8u);
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(r.try_push(i));
+  EXPECT_FALSE(r.try_push(99));
+  EXPECT_EQ(r.size(), 8u);
+  int v = -1;
+  EXPECT_TRUE(r.try_pop(v));
+  EXPECT_EQ(v, 0);
+  EXPECT_TRUE(r.try_push(8));
+  for (int i = 1; i <= 8; ++i) {
+    ASSERT_TRUE(r.try_pop(v));
+    EXPECT_EQ(v, i);
+  }
+  EXPECT_FALSE(r.try_pop(v));
+  EXPECT_TRUE(r.empty());
+}
+
+TEST(spsc_ring, move_only_values_and_destruction_of_leftovers) {
+  auto counter = std::make_shared<int>(0);
+  {
+    troupe::spsc_ring<std::unique_ptr<std::shared_ptr<int>>> r{4};
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(r.try_emplace(std::make_unique<std::shared_ptr<int>>(counter)));
+    EXPECT_EQ(counter.use_count(), 4);
+    auto* front = r.front();
+    ASSERT_NE(front, nullptr);
+    EXPECT_EQ(**front, counter);
+    r.pop();
+    EXPECT_EQ(counter.use_count(), 3);
+  }  // two left in the ring: destroyed with it
+  EXPECT_EQ(counter.use_count(), 1);
+}
+
+TEST(spsc_ring, two_threads_pass_every_value_in_order) {
+  constexpr std::int64_t n = 2'000'000;
+  troupe::spsc_ring<std::int64_t> r{1024};
+  std::thread producer{[&] {
+    for (std::int64_t i = 0; i < n;)
+      if (r.try_push(i)) ++i;
+      else std::this_thread::yield();
+  }};
+  std::int64_t expected = 0, v = 0;
+  while (expected < n) {
+    if (r.try_pop(v)) {
+      ASSERT_EQ(v, expected);
+      ++expected;
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  producer.join();
+  EXPECT_TRUE(r.empty());
+}
+
+TEST(spsc_ring, strings_survive_wrap_around) {
+  troupe::spsc_ring<std::string> r{2};
+  std::string out;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(r.try_push(std::string(static_cast<std::size_t>(i % 40), 'x') + std::to_string(i)));
+    ASSERT_TRUE(r.try_pop(out));
+    EXPECT_EQ(out, std::string(static_cast<std::size_t>(i % 40), 'x') + std::to_string(i));
+  }
+}
