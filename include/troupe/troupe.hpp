@@ -1,6 +1,8 @@
 // troupe.hpp: the whole public API in one include.
 #pragma once
 
+#include "troupe/fwd.hpp"
+
 #include "troupe/actor/actor.hpp"
 #include "troupe/actor/behavior.hpp"
 #include "troupe/actor/blocking_actor.hpp"
@@ -25,3 +27,4 @@
 #include "troupe/runtime/actor_system.hpp"
 #include "troupe/runtime/config.hpp"
 #include "troupe/util/affinity.hpp"
+#include "troupe/util/spsc_ring.hpp"
