@@ -1,0 +1,59 @@
+// pipeline3 (AGERE 2020 paper, Fig. 4 set-up): Source -> Forwarder -> Sink,
+// 24-byte tuples at full speed.
+//
+// params:
+//   tuples    tuples the source emits (quick 5'000'000, full 20'000'000)
+//   workers   scheduler threads of the actor implementations (2)
+// impls (the typed streaming implementation, `troupe`, comes with the
+// streaming layer):
+//   troupe_actors  troupe event actors; the source sends in chunks of 1000 and
+//                  re-triggers itself (overload control bounds the mailboxes)
+//   caf            CAF 0.17 event-based actors, same structure (unbounded mailboxes)
+//   caf_credit     CAF 0.17 actors with credits: the source keeps at most
+//                  `credit` tuples in flight; the sink acknowledges every `ack` tuples
+//   threads        three threads, two moodycamel SPSC queues of 1024, busy polling
+// Measured region: from the start signal until the sink has every tuple.
+// Figure: tuples_per_s. Peak RSS matters (CAF's mailboxes are unbounded).
+// Check: the sink counts `tuples` tuples whose values sum to tuples*(tuples-1)/2,
+// in order.
+#pragma once
+
+#include <cstdint>
+
+#include "common/harness.hpp"
+
+namespace bench {
+
+sample run_troupe_actors(const params& p);
+sample run_caf(const params& p);
+sample run_caf_credit(const params& p);
+sample run_threads(const params& p);
+
+namespace pipeline3 {
+
+struct tuple {
+  std::int64_t key;
+  std::int64_t value;
+  std::int64_t stamp;
+};
+static_assert(sizeof(tuple) == 24);
+
+/// The sink's bookkeeping, shared by every implementation.
+struct tally {
+  std::int64_t count = 0;
+  std::int64_t sum = 0;
+  std::int64_t out_of_order = 0;
+  void add(const tuple& t) {
+    if (t.value != count) ++out_of_order;
+    ++count;
+    sum += t.value;
+  }
+  void check(std::int64_t tuples) const {
+    check_eq("tuples at the sink", tuples, count);
+    check_eq("sum of values", tuples * (tuples - 1) / 2, sum);
+    check_eq("tuples out of order", 0, out_of_order);
+  }
+};
+
+}  // namespace pipeline3
+}  // namespace bench

@@ -1,0 +1,49 @@
+// pipeline3, troupe event actors (the actor baseline; the typed streaming
+// layer will add the `troupe` implementation).
+#include "impls.hpp"
+
+#include <troupe/troupe.hpp>
+
+namespace {
+struct go_atom {};
+using bench::pipeline3::tuple;
+}  // namespace
+
+bench::sample bench::run_troupe_actors(const params& p) {
+  const auto tuples = p.get("tuples");
+  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  troupe::scoped_actor self{sys};
+  auto sink = sys.spawn(
+      [tuples](troupe::event_actor& s, troupe::actor main) {
+        return troupe::behavior{[&s, main, tuples, t = pipeline3::tally{}](tuple& x) mutable {
+          t.add(x);
+          if (t.count == tuples) {
+            s.send(main, t.count, t.sum, t.out_of_order);
+            s.quit();
+          }
+        }};
+      },
+      self.handle());
+  auto forwarder = sys.spawn([](troupe::event_actor& s, troupe::actor next) {
+    return troupe::behavior{[&s, next](tuple& x) { s.send(next, x); }};
+  }, sink);
+  auto source = sys.spawn([tuples](troupe::event_actor& s, troupe::actor next) {
+    return troupe::behavior{[&s, next, tuples, i = std::int64_t{0}](go_atom) mutable {
+      for (int k = 0; k < 1000 && i < tuples; ++k, ++i) s.send(next, tuple{i % 1024, i, i});
+      if (i < tuples) s.send(s.self(), go_atom{});
+      else s.quit();
+    }};
+  }, forwarder);
+  stopwatch sw;
+  self->send(source, go_atom{});
+  pipeline3::tally t;
+  self->receive([&](std::int64_t c, std::int64_t sum, std::int64_t bad) {
+    t.count = c;
+    t.sum = sum;
+    t.out_of_order = bad;
+  });
+  sample s;
+  s.wall_s = sw.seconds();
+  t.check(tuples);
+  return s;
+}
