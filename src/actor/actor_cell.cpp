@@ -32,11 +32,6 @@ std::mutex& stripe(const void* p) noexcept {
   return locks[(reinterpret_cast<std::uintptr_t>(p) >> 6) % locks.size()];
 }
 
-void wait_a_little(unsigned& spins) noexcept {
-  if (++spins < 64) cpu_relax();
-  else std::this_thread::yield();
-}
-
 }  // namespace
 
 struct actor_cell::extras {
@@ -214,7 +209,7 @@ void actor_cell::terminate(error reason, std::size_t consumed) noexcept {
       dead_letter(n, gone);
       --left;
     } else {
-      wait_a_little(spins);
+      spin_then_yield(spins);
     }
   }
   on_exit();

@@ -32,8 +32,7 @@ detail::message_node* blocking_actor::next_from_mailbox(std::optional<clock::tim
     auto left = settle(consumed_, freed);  // never frees: our owner holds a handle
     consumed_ = 0;
     if (left > 0) {  // a sender is between its two steps
-      if (++spins < 64) cpu_relax();
-      else std::this_thread::yield();
+      spin_then_yield(spins);
       continue;
     }
     waiting_.store(true, std::memory_order_release);

@@ -76,8 +76,7 @@ struct payload_node final : message_node {
   static void destroy(message_node* n) noexcept {
     auto* self = static_cast<payload_node*>(n);
     if (actor_cell* c = self->sender.detach(); c != nullptr && !self->borrowed_sender) release_sender(c);
-    self->~payload_node();
-    pool_deallocate(self, sizeof(payload_node));
+    pool_delete(self);
   }
   static const char* name() noexcept { return typeid(std::tuple<Ts...>).name(); }
   static constexpr message_vtable vtable{&type_tag<Ts...>::id, &payload_node::destroy,
@@ -87,14 +86,7 @@ struct payload_node final : message_node {
 template <class... Ts>
 message_node* make_message(actor sender, std::uint64_t id, Ts&&... xs) {
   using node_type = payload_node<std::decay_t<Ts>...>;
-  void* mem = pool_allocate(sizeof(node_type));
-  node_type* n;
-  try {
-    n = new (mem) node_type(std::forward<Ts>(xs)...);
-  } catch (...) {
-    pool_deallocate(mem, sizeof(node_type));
-    throw;
-  }
+  auto* n = pool_new<node_type>(std::forward<Ts>(xs)...);
   n->vt = &node_type::vtable;
   n->sender = std::move(sender);
   n->id = id;

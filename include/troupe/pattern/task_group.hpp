@@ -45,15 +45,7 @@ class task_group {
   /// Forks `f` as a task.
   template <class F>
   void run(F&& f) {
-    using task_type = task<std::decay_t<F>>;
-    void* mem = pool_allocate(sizeof(task_type));
-    task_type* t;
-    try {
-      t = new (mem) task_type(*state_, std::forward<F>(f));
-    } catch (...) {
-      pool_deallocate(mem, sizeof(task_type));
-      throw;
-    }
+    auto* t = pool_new<task<std::decay_t<F>>>(*state_, std::forward<F>(f));
     state_->pending.fetch_add(1, std::memory_order_relaxed);
     state_->refs.fetch_add(1, std::memory_order_relaxed);
     sys_->schedule_fork(t);
@@ -66,13 +58,8 @@ class task_group {
     if (detail::on_worker_thread()) {
       unsigned idle = 0;
       while (st.pending.load(std::memory_order_acquire) != 0) {
-        if (detail::help_one()) {
-          idle = 0;
-        } else if (++idle < 64) {
-          cpu_relax();
-        } else {
-          std::this_thread::yield();
-        }
+        if (detail::help_one()) idle = 0;
+        else spin_then_yield(idle);
       }
     } else {
       for (auto p = st.pending.load(std::memory_order_acquire); p != 0; p = st.pending.load(std::memory_order_acquire))
@@ -127,8 +114,7 @@ class task_group {
       } catch (...) {
         s->fail(std::current_exception());
       }
-      this->~task();
-      pool_deallocate(this, sizeof(task));
+      pool_delete(this);
       s->finish_one();
       return detail::resume_result::done;
     }
@@ -153,8 +139,7 @@ class posted_task final : public resumable {
     } catch (...) {
       // Documented: a posted function handles its own errors.
     }
-    this->~posted_task();
-    pool_deallocate(this, sizeof(posted_task));
+    pool_delete(this);
     return resume_result::done;
   }
 
@@ -168,16 +153,7 @@ class posted_task final : public resumable {
 /// Exceptions escaping `f` are dropped: handle them inside.
 template <class F>
 void post(actor_system& sys, F f) {
-  using task_type = detail::posted_task<std::decay_t<F>>;
-  void* mem = pool_allocate(sizeof(task_type));
-  task_type* t;
-  try {
-    t = new (mem) task_type(std::move(f));
-  } catch (...) {
-    pool_deallocate(mem, sizeof(task_type));
-    throw;
-  }
-  sys.schedule_fork(t);
+  sys.schedule_fork(pool_new<detail::posted_task<std::decay_t<F>>>(std::move(f)));
 }
 
 }  // namespace troupe

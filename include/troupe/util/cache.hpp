@@ -1,9 +1,11 @@
-// cache.hpp: cache-line size and the CPU "pause" hint used by every spin loop.
+// cache.hpp: cache-line size, the CPU "pause" hint and the spin-then-yield
+// step used by every spin loop.
 // Use: pad producer/consumer indices apart (alignas(cache_line)), relax inside
 // spin-waits. Cost: none at run time; padding costs memory per padded field.
 #pragma once
 
 #include <cstddef>
+#include <thread>
 
 namespace troupe {
 
@@ -20,6 +22,13 @@ inline void cpu_relax() noexcept {
 #elif defined(__aarch64__)
   asm volatile("yield" ::: "memory");
 #endif
+}
+
+/// One step of a bounded busy wait: the CPU hint for the first 64 calls
+/// (counted in `spins`), then yielding the thread to the OS.
+inline void spin_then_yield(unsigned& spins) noexcept {
+  if (++spins < 64) cpu_relax();
+  else std::this_thread::yield();
 }
 
 }  // namespace troupe

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <new>
+#include <utility>
 
 namespace troupe {
 
@@ -71,5 +72,24 @@ inline void pool_deallocate(void* p, std::size_t size) noexcept {
   if (++cache.count[c] > detail::pool_local_limit) detail::pool_spill(c);
 }
 #endif
+
+/// Constructs a T in a pool block (the block goes back if the constructor throws).
+template <class T, class... Args>
+T* pool_new(Args&&... args) {
+  void* mem = pool_allocate(sizeof(T));
+  try {
+    return ::new (mem) T(std::forward<Args>(args)...);
+  } catch (...) {
+    pool_deallocate(mem, sizeof(T));
+    throw;
+  }
+}
+
+/// Destroys a T made by pool_new and returns its block.
+template <class T>
+void pool_delete(T* p) noexcept {
+  p->~T();
+  pool_deallocate(p, sizeof(T));
+}
 
 }  // namespace troupe
