@@ -26,7 +26,7 @@ caf::behavior forwarder(caf::event_based_actor* self, caf::actor to) {
 caf::behavior heavy(caf::event_based_actor* self, caf::actor to, std::int64_t elements, std::int64_t spin) {
   return {[=](token_atom, std::int64_t seq, std::int64_t stamp, double) {
     auto data = bench::latency_chains::payload(seq, elements);
-    for (auto& x : data) x = bench::latency_chains::work(x, spin);
+    for (auto& x : data) x = bench::synthetic_work(x, spin);
     self->send(to, token_atom::value, seq, stamp, std::accumulate(data.begin(), data.end(), 0.0));
   }};
 }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/harness.hpp"
+#include "common/synthetic.hpp"
 
 namespace bench {
 
@@ -36,12 +37,6 @@ sample run_caf(const params& p);
 
 namespace latency_chains {
 
-inline double work(double x, std::int64_t spin) {
-  double y = x;
-  for (std::int64_t i = 0; i < spin; ++i) y = y * 0.999999 + 1e-7;
-  return y;
-}
-
 inline std::vector<double> payload(std::int64_t seq, std::int64_t elements) {
   std::vector<double> v(static_cast<std::size_t>(elements));
   for (std::int64_t i = 0; i < elements; ++i) v[static_cast<std::size_t>(i)] = static_cast<double>(seq + i) * 1e-3;
@@ -50,7 +45,7 @@ inline std::vector<double> payload(std::int64_t seq, std::int64_t elements) {
 
 inline double heavy_sum(std::int64_t seq, std::int64_t elements, std::int64_t spin) {
   double s = 0;
-  for (double x : payload(seq, elements)) s += work(x, spin);
+  for (double x : payload(seq, elements)) s += synthetic_work(x, spin);
   return s;
 }
 

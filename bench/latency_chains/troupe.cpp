@@ -55,7 +55,7 @@ bench::sample run(const bench::params& p, bool accelerated) {
         next = sys.spawn([elements, spin](troupe::event_actor& s, troupe::actor to) {
           return troupe::behavior{[&s, to, elements, spin](token t) {
             auto data = bench::latency_chains::payload(t.seq, elements);
-            for (auto& x : data) x = bench::latency_chains::work(x, spin);
+            for (auto& x : data) x = bench::synthetic_work(x, spin);
             t.result = std::accumulate(data.begin(), data.end(), 0.0);
             s.send(to, t);
           }};
@@ -64,7 +64,7 @@ bench::sample run(const bench::params& p, bool accelerated) {
         next = sys.spawn([elements, spin, acc](troupe::event_actor& s, troupe::actor to) {
           return troupe::behavior{[&s, to, elements, spin, acc](token t) {
             std::function<double(const double&)> f = [spin](const double& x) {
-              return bench::latency_chains::work(x, spin);
+              return bench::synthetic_work(x, spin);
             };
             s.request(acc, troupe::infinite, std::move(f), bench::latency_chains::payload(t.seq, elements))
                 .then([&s, to, t](std::vector<double>& out) mutable {

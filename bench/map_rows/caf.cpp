@@ -14,7 +14,7 @@ using chunk_atom = caf::atom_constant<caf::atom("chunk")>;
 
 caf::behavior map_worker(caf::event_based_actor*, std::int64_t spin) {
   return {[spin](chunk_atom, std::int64_t index, std::vector<double> data) {
-    for (auto& x : data) x = bench::map_rows::work(x, spin);
+    for (auto& x : data) x = bench::synthetic_work(x, spin);
     return caf::make_message(chunk_atom::value, index, std::move(data));
   }};
 }

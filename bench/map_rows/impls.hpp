@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/harness.hpp"
+#include "common/synthetic.hpp"
 
 namespace bench {
 
@@ -32,13 +33,6 @@ sample run_caf(const params& p);
 
 namespace map_rows {
 
-/// The synthetic per-element work: a dependent chain of multiply-adds.
-inline double work(double x, std::int64_t spin) {
-  double y = x;
-  for (std::int64_t i = 0; i < spin; ++i) y = y * 0.999999 + 1e-7;
-  return y;
-}
-
 inline std::vector<double> row(std::int64_t r, std::int64_t cols) {
   std::vector<double> v(static_cast<std::size_t>(cols));
   for (std::int64_t c = 0; c < cols; ++c) v[static_cast<std::size_t>(c)] = static_cast<double>(r * cols + c) * 1e-6;
@@ -47,7 +41,7 @@ inline std::vector<double> row(std::int64_t r, std::int64_t cols) {
 
 inline double reference_sum(std::int64_t r, std::int64_t cols, std::int64_t spin) {
   double s = 0;
-  for (double x : row(r, cols)) s += work(x, spin);
+  for (double x : row(r, cols)) s += synthetic_work(x, spin);
   return s;
 }
 

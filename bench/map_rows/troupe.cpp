@@ -20,7 +20,7 @@ bench::sample bench::run_troupe_seq(const params& p) {
       for (std::int64_t r = 0; r < rows; ++r) {
         auto in = map_rows::row(r, cols);
         std::vector<double> out(in.size());
-        for (std::size_t i = 0; i < in.size(); ++i) out[i] = map_rows::work(in[i], spin);
+        for (std::size_t i = 0; i < in.size(); ++i) out[i] = synthetic_work(in[i], spin);
         sums.push_back(std::accumulate(out.begin(), out.end(), 0.0));
       }
       return sums;
@@ -56,7 +56,7 @@ bench::sample bench::run_troupe(const params& p) {
         done.deliver(std::move(sums));
         return;
       }
-      std::function<double(const double&)> f = [s = spin](const double& x) { return map_rows::work(x, s); };
+      std::function<double(const double&)> f = [s = spin](const double& x) { return synthetic_work(x, s); };
       self->request(acc, troupe::infinite, std::move(f), map_rows::row(r, cols))
           .then([this, r](std::vector<double>& out) {
             sums.push_back(std::accumulate(out.begin(), out.end(), 0.0));

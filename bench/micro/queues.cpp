@@ -15,6 +15,7 @@
 #include <readerwriterqueue/readerwriterqueue.h>
 
 #include "common/spin.hpp"
+#include "micro/handoff.hpp"
 
 namespace {
 
@@ -37,38 +38,8 @@ BENCHMARK(rwq_enqueue_dequeue);
 /// per iteration is the throughput-bound cost of one hand-off.
 void rwq_handoff(benchmark::State& state) {
   moodycamel::ReaderWriterQueue<std::int32_t> q{1 << 16};
-  std::atomic<bool> stop{false};
-  std::atomic<std::int64_t> consumed{0};
-  std::thread consumer{[&] {
-    std::int32_t v;
-    std::int64_t n = 0;
-    bench::spin_wait wait;
-    for (;;) {
-      if (q.try_dequeue(v)) {
-        ++n;
-        continue;
-      }
-      wait();
-      if (stop.load(std::memory_order_acquire)) {
-        while (q.try_dequeue(v))
-          ++n;
-        break;
-      }
-    }
-    consumed.store(n);
-  }};
-  std::int32_t x = 0;
-  bench::spin_wait wait;
-  for (auto _ : state) {
-    while (!q.try_enqueue(x))
-      wait(); // full: spin
-    ++x;
-  }
-  stop.store(true, std::memory_order_release);
-  consumer.join();
-  if (consumed.load() != state.iterations())
-    state.SkipWithError("lost items in the SPSC hand-off");
-  state.SetItemsProcessed(state.iterations());
+  bench::run_handoff(
+      state, [&](std::int32_t x) { return q.try_enqueue(x); }, [&](std::int32_t& v) { return q.try_dequeue(v); });
 }
 BENCHMARK(rwq_handoff)->UseRealTime();
 

@@ -9,7 +9,7 @@
 #include <troupe/util/pool.hpp>
 #include <troupe/util/spsc_ring.hpp>
 
-#include "common/spin.hpp"
+#include "micro/handoff.hpp"
 
 #include <atomic>
 #include <future>
@@ -60,39 +60,11 @@ void spsc_ring_push_pop(benchmark::State& state) {
 }
 BENCHMARK(spsc_ring_push_pop);
 
-/// Same shape as rwq_handoff in queues.cpp: items cross to a busy-polling
-/// consumer thread; time per iteration = cost of one hand-off.
+/// Same hand-off as rwq_handoff in queues.cpp (micro/handoff.hpp), over troupe's ring.
 void spsc_ring_handoff(benchmark::State& state) {
   troupe::spsc_ring<std::int32_t> r{1 << 16};
-  std::atomic<bool> stop{false};
-  std::atomic<std::int64_t> consumed{0};
-  std::thread consumer{[&] {
-    std::int32_t v;
-    std::int64_t n = 0;
-    bench::spin_wait wait;
-    for (;;) {
-      if (r.try_pop(v)) {
-        ++n;
-        continue;
-      }
-      wait();
-      if (stop.load(std::memory_order_acquire)) {
-        while (r.try_pop(v)) ++n;
-        break;
-      }
-    }
-    consumed.store(n);
-  }};
-  std::int32_t x = 0;
-  bench::spin_wait wait;
-  for (auto _ : state) {
-    while (!r.try_push(x)) wait();
-    ++x;
-  }
-  stop.store(true, std::memory_order_release);
-  consumer.join();
-  if (consumed.load() != state.iterations()) state.SkipWithError("lost items in the ring hand-off");
-  state.SetItemsProcessed(state.iterations());
+  bench::run_handoff(
+      state, [&](std::int32_t x) { return r.try_push(x); }, [&](std::int32_t& v) { return r.try_pop(v); });
 }
 BENCHMARK(spsc_ring_handoff)->UseRealTime();
 
