@@ -25,6 +25,7 @@
 #include "troupe/pattern/stage.hpp"
 #include "troupe/pattern/task_group.hpp"
 #include "troupe/runtime/actor_system.hpp"
+#include "troupe/stream.hpp"
 #include "troupe/runtime/config.hpp"
 #include "troupe/util/affinity.hpp"
 #include "troupe/util/spsc_ring.hpp"

@@ -13,10 +13,12 @@
 
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <type_traits>
 
 #include "troupe/pattern/routing.hpp"
 #include "troupe/pattern/stage.hpp"
+#include "troupe/stream/build.hpp"
 
 namespace troupe {
 
@@ -67,6 +69,25 @@ class farm {
     return detail::router<in_type>{std::move(send), std::move(load)};
   }
 
+  /// Stream graphs: N replicas, routed into by every upstream replica with
+  /// this farm's policy (no router node). Nested farms are flattened: the
+  /// outermost policy picks among all replicas.
+  stream::detail::downstream<in_type> build_stream(stream::detail::builder& b,
+                                                   const stream::detail::downstream<out_type>& next) const {
+    if (ordered_) throw std::invalid_argument("troupe::ordered farms cannot be used in a stream graph");
+    const std::size_t n = n_ != 0 ? n_ : b.default_replicas;
+    stream::detail::downstream<in_type> d;
+    const auto saved = b.settings.replica;
+    for (std::size_t i = 0; i < n; ++i) {
+      b.settings.replica = i;
+      auto sub = stream::detail::build_stage(b, p_, next);
+      if constexpr (!std::is_void_v<in_type>) d.ports.insert(d.ports.end(), sub.ports.begin(), sub.ports.end());
+    }
+    b.settings.replica = saved;
+    if constexpr (!std::is_void_v<in_type>) d.set_policy(policy_);
+    return d;
+  }
+
  private:
   // Releases envelopes in the order their farm received them.
   static detail::router<out_type> collector(actor_system& sys, detail::router<out_type> next,
@@ -105,5 +126,10 @@ template <class P, class Policy>
 farm(P, std::size_t, Policy) -> farm<P, Policy>;
 template <class P, class Policy>
 farm(P, std::size_t, Policy, ordered_tag) -> farm<P, Policy>;
+
+namespace detail {
+template <class P, class Policy>
+struct is_stream_pattern<farm<P, Policy>> : is_stream_pattern<P> {};
+}  // namespace detail
 
 }  // namespace troupe

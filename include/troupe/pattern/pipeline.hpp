@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "troupe/pattern/stage.hpp"
+#include "troupe/stream/build.hpp"
 
 namespace troupe {
 
@@ -41,7 +42,20 @@ class pipeline {
     return build_from<sizeof...(Ps) - 1>(sys, std::move(next), spawned);
   }
 
+  /// Stream graphs: the stages' runners, back to front.
+  stream::detail::downstream<in_type> build_stream(stream::detail::builder& b,
+                                                   const stream::detail::downstream<out_type>& next) const {
+    return stream_from<sizeof...(Ps) - 1>(b, next);
+  }
+
  private:
+  template <std::size_t I, class D>
+  auto stream_from(stream::detail::builder& b, const D& next) const {
+    auto d = stream::detail::build_stage(b, std::get<I>(stages_), next);
+    if constexpr (I == 0) return d;
+    else return stream_from<I - 1>(b, d);
+  }
+
   template <std::size_t I, class R>
   auto build_from(actor_system& sys, R next, std::vector<actor>& spawned) const {
     auto r = std::get<I>(stages_).build(sys, std::move(next), spawned);
@@ -54,5 +68,10 @@ class pipeline {
 
 template <class... Ps>
 pipeline(Ps...) -> pipeline<Ps...>;
+
+namespace detail {
+template <class... Ps>
+struct is_stream_pattern<pipeline<Ps...>> : std::bool_constant<(is_stream_pattern<Ps>::value && ...)> {};
+}  // namespace detail
 
 }  // namespace troupe

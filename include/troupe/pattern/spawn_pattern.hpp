@@ -16,6 +16,7 @@
 namespace troupe {
 
 template <class P>
+  requires(!detail::is_stream_pattern<P>::value)
 actor spawn_pattern(actor_system& sys, P pattern, actor results_to = {}) {
   using in_type = typename P::in_type;
   using out_type = typename P::out_type;

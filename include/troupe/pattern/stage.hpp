@@ -63,6 +63,11 @@ router<T> actor_router(actor a) {
                    [a] { return a->mailbox_size(); }};
 }
 
+/// true for stream patterns (troupe::stream nodes, and farms and pipelines
+/// made of them): spawn_pattern builds those as stream graphs.
+template <class P>
+struct is_stream_pattern : std::bool_constant<requires { typename P::stream_tag; }> {};
+
 template <class F, class In>
 using stage_result = std::decay_t<std::invoke_result_t<F&, In&&>>;
 

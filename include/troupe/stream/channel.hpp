@@ -1,0 +1,358 @@
+// channel.hpp: the machinery under stream graphs (users need stream.hpp).
+//
+// A channel is one bounded SPSC ring between one producer replica and one
+// consumer replica: N upstream x M downstream replicas are N*M channels, so
+// no channel ever has two writers and no router node sits between stages.
+// The producer side of a replica (its outlet) picks the channel with the
+// downstream stage's routing policy.
+//
+// Running and waking. Each node replica (a runner) is a scheduler resumable
+// (or a loop on its own thread) with one `active` flag: true while it is
+// queued or running. A consumer that finds no input clears the flag, fences,
+// and looks at its channels once more; a producer that has pushed reads the
+// flag with a plain load and wakes the consumer if it is clear (exchange, then
+// schedule). That plain load can miss a consumer that is just going idle (the
+// producer's push may still sit in its store buffer when the consumer looks),
+// so every producer also fences and re-checks its consumers whenever it ends
+// a batch, goes idle, blocks or closes: an element is never stranded for
+// longer than one batch of its producer, and no element costs a
+// read-modify-write.
+//
+// Backpressure. A push into a full channel parks the element in the outlet's
+// overflow (at most the outputs of one input) and the runner stops taking
+// input until the overflow is flushed: it yields its worker instead of
+// blocking it, so a graph with more nodes than workers never deadlocks.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "troupe/pattern/routing.hpp"
+#include "troupe/runtime/resumable.hpp"
+#include "troupe/stream/metrics.hpp"
+#include "troupe/util/affinity.hpp"
+#include "troupe/util/cache.hpp"
+#include "troupe/util/spsc_ring.hpp"
+
+namespace troupe {
+class actor_system;
+}
+
+namespace troupe::stream::detail {
+
+struct graph_state;
+
+enum class step_result {
+  more,      ///< the batch budget ran out with work left
+  blocked,   ///< an output channel is full
+  idle,      ///< no input: the runner released itself (do not touch it)
+  finished,  ///< ended: do not touch it
+};
+
+/// Per-replica settings the graph builder hands to each runner.
+struct runner_settings {
+  std::size_t replica = 0;         // index among its stage's replicas
+  std::size_t batch = 512;         // elements per activation
+  std::size_t latency_sample = 64; // sinks measure one element in this many
+  bool dedicated = false;          // its own thread instead of the scheduler
+  affinity cores;                  // dedicated: where its thread may run
+  std::size_t thread_index = 0;    // dedicated: its index in `cores`
+};
+
+/// One node replica: what the scheduler (or its own thread) runs.
+class runner_base : public troupe::detail::resumable {
+ public:
+  runner_base(graph_state& g, std::string name, const runner_settings& s)
+      : graph_{&g}, name_{std::move(name)}, settings_{s} {}
+  virtual ~runner_base() = default;
+
+  /// Queues (or signals) the runner unless it is already active.
+  void wake() noexcept {
+    if (!active_.load(std::memory_order_relaxed) && !active_.exchange(true, std::memory_order_acq_rel)) launch();
+  }
+  bool active() const noexcept { return active_.load(std::memory_order_relaxed); }
+
+  troupe::detail::resume_result resume(std::size_t) override;
+  /// The loop of a dedicated thread; returns when the runner has finished.
+  void run_on_thread();
+  /// First activation: the graph launches every runner once (on_start).
+  void start() noexcept;
+
+  bool dedicated() const noexcept { return settings_.dedicated; }
+  node_metrics metrics() const;
+  virtual std::size_t queued() const noexcept { return 0; }
+  virtual void add_latency(latency_histogram&) const noexcept {}
+
+ protected:
+  virtual step_result step(std::size_t budget) = 0;
+  /// Read-only look at the inputs (atomics only): anything to do?
+  virtual bool has_input() const noexcept = 0;
+  /// Clears `active`, fences and re-checks. true: really idle (the runner
+  /// must not be touched any more); false: it holds itself again.
+  bool release() noexcept;
+  /// Spins a little while the worker has nothing else to do; true if input came.
+  bool linger() noexcept;
+  bool cancelled() const noexcept;
+  /// Records an exception and cancels the graph.
+  void fail(std::exception_ptr e) noexcept;
+  /// The last thing a runner does.
+  void finished() noexcept;
+  void publish(std::uint64_t in, std::uint64_t out) noexcept {
+    items_in_.store(items_in_.load(std::memory_order_relaxed) + in, std::memory_order_relaxed);
+    items_out_.store(items_out_.load(std::memory_order_relaxed) + out, std::memory_order_relaxed);
+  }
+
+  graph_state* graph_;
+
+ private:
+  void launch() noexcept;
+
+  alignas(cache_line) std::atomic<bool> active_{false};
+  alignas(cache_line) std::atomic<std::uint64_t> items_in_{0};
+  std::atomic<std::uint64_t> items_out_{0};
+  std::string name_;
+
+ protected:
+  const runner_settings settings_;
+};
+
+/// One producer replica -> one consumer replica.
+template <class T>
+struct channel {
+  explicit channel(std::size_t capacity, runner_base* c) : ring{capacity}, consumer{c} {}
+  spsc_ring<T> ring;
+  runner_base* consumer;
+  alignas(cache_line) std::atomic<bool> closed{false};  // the producer has ended
+  std::atomic<bool> drained{false};                     // the consumer has seen the end
+};
+
+/// The input side of a consumer replica: producers connect channels to it.
+template <class T>
+class port {
+ public:
+  virtual channel<T>* connect(std::size_t capacity) = 0;
+
+ protected:
+  ~port() = default;
+};
+
+enum class route { single, round_robin, random, keyed, broadcast, least_loaded };
+
+/// What a stage hands to the stage before it: its replicas' ports and the
+/// policy that picks among them.
+template <class T>
+struct downstream {
+  std::vector<port<T>*> ports;
+  route kind = route::round_robin;
+  std::function<std::size_t(const T&, std::size_t)> pick;  // keyed: the replica of an element
+
+  template <class Policy>
+  void set_policy(const Policy& p) {
+    if constexpr (std::is_same_v<Policy, round_robin>) kind = route::round_robin;
+    else if constexpr (std::is_same_v<Policy, random_choice>) kind = route::random;
+    else if constexpr (std::is_same_v<Policy, broadcast>) kind = route::broadcast;
+    else if constexpr (std::is_same_v<Policy, least_loaded>) kind = route::least_loaded;
+    else {
+      static_assert(std::is_invocable_r_v<std::size_t, const Policy&, const T&, std::size_t>,
+                    "a farm's policy must be a routing marker or callable as (const T&, std::size_t) -> std::size_t");
+      kind = route::keyed;
+      pick = [p](const T& v, std::size_t n) { return static_cast<std::size_t>(p(v, n)) % n; };
+    }
+  }
+};
+template <>
+struct downstream<void> {};
+
+/// The producer side of one replica: its channels, its routing, its overflow.
+template <class T>
+class outlet {
+ public:
+  void attach(const downstream<T>& d, std::size_t capacity) {
+    for (auto* p : d.ports) chans_.push_back(p->connect(capacity));
+    kind_ = chans_.size() == 1 && d.kind != route::broadcast ? route::single : d.kind;
+    pick_ = d.pick;
+    if (chans_.empty()) throw std::logic_error("stream: a stage has no downstream replica");
+  }
+
+  /// Pushes `v` (or parks it when its channel is full). Order per channel is kept.
+  void send(T&& v) {
+    ++sent_;
+    if (!overflow_.empty()) return park(npos_for(v), std::move(v));
+    switch (kind_) {
+      case route::single:
+        return push_or_park(0, std::move(v));
+      case route::keyed:
+        return push_or_park(pick_(v, chans_.size()), std::move(v));
+      case route::broadcast: {
+        for (std::size_t i = 0; i + 1 < chans_.size(); ++i) push_or_park(i, T{v});
+        return push_or_park(chans_.size() - 1, std::move(v));
+      }
+      case route::least_loaded: {
+        std::size_t best = 0, best_size = SIZE_MAX;
+        for (std::size_t i = 0; i < chans_.size(); ++i)
+          if (auto s = chans_[i]->ring.size(); s < best_size) best = i, best_size = s;
+        return push_or_park(best, std::move(v));
+      }
+      case route::round_robin:
+      case route::random: {
+        const std::size_t n = chans_.size();
+        std::size_t first = kind_ == route::random ? random_index(n) : next_rr(n);
+        for (std::size_t k = 0; k < n; ++k) {
+          std::size_t i = first + k < n ? first + k : first + k - n;
+          if (chans_[i]->ring.try_push(std::move(v))) return notify(i);
+        }
+        return park(npos, std::move(v));
+      }
+    }
+  }
+
+  /// Pushes `v` only if its channel (for round robin and random: any
+  /// channel; for broadcast: every channel) holds fewer than `limit`
+  /// elements. `v` is moved from only when it was sent.
+  bool send_if(T& v, std::size_t limit) {
+    if (!overflow_.empty()) return false;
+    auto room = [&](std::size_t i) { return chans_[i]->ring.size() < limit; };
+    auto push = [&](std::size_t i) {
+      if (!chans_[i]->ring.try_push(std::move(v))) return false;
+      ++sent_;
+      notify(i);
+      return true;
+    };
+    switch (kind_) {
+      case route::single:
+        return room(0) && push(0);
+      case route::keyed: {
+        const auto i = pick_(v, chans_.size());
+        return room(i) && push(i);
+      }
+      case route::broadcast: {
+        for (std::size_t i = 0; i < chans_.size(); ++i)
+          if (!room(i) || chans_[i]->ring.size() >= chans_[i]->ring.capacity()) return false;
+        send(std::move(v));
+        return true;
+      }
+      case route::least_loaded:
+      case route::round_robin:
+      case route::random: {
+        const std::size_t n = chans_.size();
+        std::size_t first = kind_ == route::random ? random_index(n) : next_rr(n);
+        for (std::size_t k = 0; k < n; ++k) {
+          std::size_t i = first + k < n ? first + k : first + k - n;
+          if (room(i) && push(i)) return true;
+        }
+        return false;
+      }
+    }
+    return false;
+  }
+
+  bool blocked() const noexcept { return !overflow_.empty(); }
+
+  /// Moves parked elements into their channels; true when none is left.
+  bool flush() {
+    std::size_t done = 0;
+    for (; done < overflow_.size(); ++done) {
+      auto& [i, v] = overflow_[done];
+      if (i != npos) {
+        if (!chans_[i]->ring.try_push(std::move(v))) break;
+        notify(i);
+      } else {
+        bool ok = false;
+        for (std::size_t k = 0; k < chans_.size() && !ok; ++k) {
+          if (chans_[k]->ring.try_push(std::move(v))) {
+            notify(k);
+            ok = true;
+          }
+        }
+        if (!ok) break;
+      }
+    }
+    overflow_.erase(overflow_.begin(), overflow_.begin() + static_cast<std::ptrdiff_t>(done));
+    return overflow_.empty();
+  }
+
+  /// Wakes every consumer that has elements but is idle; see the file comment.
+  void sweep() noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (auto* c : chans_)
+      if (!c->ring.empty() && !c->consumer->active()) c->consumer->wake();
+  }
+
+  /// End of stream on every channel (after the last push).
+  void close() noexcept {
+    for (auto* c : chans_) c->closed.store(true, std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (auto* c : chans_) c->consumer->wake();
+  }
+
+  /// Elements sent since the last call.
+  std::uint64_t take_sent() noexcept { return std::exchange(sent_, 0); }
+  /// Drops what is parked (cancellation).
+  void discard() noexcept { overflow_.clear(); }
+
+ private:
+  static constexpr std::size_t npos = SIZE_MAX;
+
+  std::size_t npos_for(const T& v) {
+    switch (kind_) {
+      case route::single: return 0;
+      case route::keyed: return pick_(v, chans_.size());
+      default: return npos;  // broadcast is expanded by park
+    }
+  }
+  void park(std::size_t i, T&& v) {
+    if (kind_ == route::broadcast) {
+      for (std::size_t k = 0; k + 1 < chans_.size(); ++k) overflow_.emplace_back(k, T{v});
+      overflow_.emplace_back(chans_.size() - 1, std::move(v));
+      return;
+    }
+    overflow_.emplace_back(i, std::move(v));
+  }
+  void push_or_park(std::size_t i, T&& v) {
+    if (chans_[i]->ring.try_push(std::move(v))) notify(i);
+    else overflow_.emplace_back(i, std::move(v));
+  }
+  void notify(std::size_t i) noexcept {
+    auto* c = chans_[i]->consumer;
+    if (!c->active()) c->wake();
+  }
+  std::size_t next_rr(std::size_t n) noexcept {
+    auto i = rr_;
+    rr_ = rr_ + 1 == n ? 0 : rr_ + 1;
+    return i;
+  }
+  std::size_t random_index(std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>{0, n - 1}(rng_);
+  }
+
+  std::vector<channel<T>*> chans_;
+  route kind_ = route::single;
+  std::function<std::size_t(const T&, std::size_t)> pick_;
+  std::size_t rr_ = 0;
+  std::minstd_rand rng_{std::random_device{}()};
+  std::vector<std::pair<std::size_t, T>> overflow_;
+  std::uint64_t sent_ = 0;
+};
+
+/// Sinks have no outlet.
+template <>
+class outlet<void> {
+ public:
+  bool blocked() const noexcept { return false; }
+  bool flush() noexcept { return true; }
+  void sweep() noexcept {}
+  void close() noexcept {}
+  std::uint64_t take_sent() noexcept { return 0; }
+  void discard() noexcept {}
+};
+
+}  // namespace troupe::stream::detail

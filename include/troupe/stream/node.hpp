@@ -1,0 +1,184 @@
+// node.hpp: stream operators.
+//   struct doubler : troupe::stream::node<int, int> {
+//     void consume(int& x) { send_next(2 * x); }   // zero, one or many outputs per input
+//     void on_start() {}                            // optional
+//     void on_stop() {}                             // optional, may still send
+//   };
+// A source is a node<void, Out> with `bool produce()` (false: the stream has
+// ended); a sink is a node<In, void>. Each replica gets its own copy of the
+// node object, so its members are its private state (no locks needed).
+//
+// send_next(v) never drops: when the destination channel is full, v waits in
+// the node's outlet and the node takes no more input until it has moved on
+// (backpressure). send_next_if(v, limit) sends only if the destination holds
+// fewer than `limit` elements (round robin and random farms: any replica
+// that does) and says whether it sent; v is moved from only if it was.
+//
+// Lambda forms, for operators without state beyond a callable:
+//   stream::source([i = 0]() mutable -> std::optional<int> { ... })  // nullopt ends
+//   stream::map([](int x) { return x * 2; })
+//   stream::filter([](const int& x) { return x % 2 == 0; })
+//   stream::flat_map<std::string>([](std::string& line, stream::emitter<std::string>& out) { ... })
+//   stream::sink([](const int& x) { ... })
+// For generic lambdas, name the input type: stream::map<int>([](auto x) { ... }).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "troupe/actor/behavior.hpp"
+#include "troupe/stream/channel.hpp"
+
+namespace troupe::stream {
+
+namespace detail {
+template <class N>
+class runner;
+}
+
+/// What a node emits with.
+template <class Out>
+class emitter {
+ public:
+  void send_next(Out&& v) { out_->send(std::move(v)); }
+  void send_next(const Out& v) { out_->send(Out{v}); }
+  bool send_next_if(Out&& v, std::size_t limit) { return out_->send_if(v, limit); }
+  bool send_next_if(Out& v, std::size_t limit) { return out_->send_if(v, limit); }
+
+ private:
+  template <class N>
+  friend class detail::runner;
+  detail::outlet<Out>* out_ = nullptr;
+};
+template <>
+class emitter<void> {};
+
+/// Base of every stream operator. In = void: a source; Out = void: a sink.
+template <class In, class Out>
+class node : public emitter<Out> {
+ public:
+  using in_type = In;
+  using out_type = Out;
+  using stream_tag = void;
+
+  void on_start() {}
+  void on_stop() {}
+};
+
+namespace detail {
+template <class F>
+using first_arg = std::decay_t<std::tuple_element_t<0, typename troupe::detail::callable_traits<F>::args>>;
+
+/// f(x) with x moved when f takes it by value or rvalue.
+template <class F, class T>
+decltype(auto) call_with(F& f, T& x) {
+  if constexpr (std::is_invocable_v<F&, T&&>) return std::invoke(f, std::move(x));
+  else return std::invoke(f, x);
+}
+}  // namespace detail
+
+template <class F, class Out>
+class source_node : public node<void, Out> {
+ public:
+  static constexpr const char* kind = "source";
+  explicit source_node(F f) : f_{std::move(f)} {}
+  bool produce() {
+    std::optional<Out> v = f_();
+    if (!v) return false;
+    this->send_next(std::move(*v));
+    return true;
+  }
+
+ private:
+  F f_;
+};
+
+template <class F, class In, class Out>
+class map_node : public node<In, Out> {
+ public:
+  static constexpr const char* kind = "map";
+  explicit map_node(F f) : f_{std::move(f)} {}
+  void consume(In& x) { this->send_next(detail::call_with(f_, x)); }
+
+ private:
+  F f_;
+};
+
+template <class F, class T>
+class filter_node : public node<T, T> {
+ public:
+  static constexpr const char* kind = "filter";
+  explicit filter_node(F f) : f_{std::move(f)} {}
+  void consume(T& x) {
+    if (std::invoke(f_, std::as_const(x))) this->send_next(std::move(x));
+  }
+
+ private:
+  F f_;
+};
+
+template <class F, class In, class Out>
+class flat_map_node : public node<In, Out> {
+ public:
+  static constexpr const char* kind = "flat_map";
+  explicit flat_map_node(F f) : f_{std::move(f)} {}
+  void consume(In& x) { std::invoke(f_, x, static_cast<emitter<Out>&>(*this)); }
+
+ private:
+  F f_;
+};
+
+template <class F, class In>
+class sink_node : public node<In, void> {
+ public:
+  static constexpr const char* kind = "sink";
+  explicit sink_node(F f) : f_{std::move(f)} {}
+  void consume(In& x) { detail::call_with(f_, x); }
+  /// The callable (after the graph has finished, through a shared state).
+  F& function() noexcept { return f_; }
+
+ private:
+  F f_;
+};
+
+template <class F>
+auto source(F f) {
+  using opt = std::decay_t<std::invoke_result_t<F&>>;
+  return source_node<F, typename opt::value_type>{std::move(f)};
+}
+template <class In, class F>
+auto map(F f) {
+  using out = std::decay_t<decltype(detail::call_with(f, std::declval<In&>()))>;
+  return map_node<F, In, out>{std::move(f)};
+}
+template <class F>
+auto map(F f) {
+  return map<detail::first_arg<F>>(std::move(f));
+}
+template <class T, class F>
+auto filter(F f) {
+  return filter_node<F, T>{std::move(f)};
+}
+template <class F>
+auto filter(F f) {
+  return filter<detail::first_arg<F>>(std::move(f));
+}
+/// f(In&, emitter<Out>&) emits any number of outputs per input.
+template <class Out, class F>
+auto flat_map(F f) {
+  return flat_map_node<F, detail::first_arg<F>, Out>{std::move(f)};
+}
+template <class In, class F>
+auto sink(F f) {
+  return sink_node<F, In>{std::move(f)};
+}
+template <class F>
+auto sink(F f) {
+  return sink<detail::first_arg<F>>(std::move(f));
+}
+
+}  // namespace troupe::stream

@@ -1,0 +1,210 @@
+// runner.hpp: one replica of a node at work (see channel.hpp for the protocol).
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "troupe/stream/node.hpp"
+
+namespace troupe::stream::detail {
+
+std::string demangle(const char* mangled);
+
+template <class N>
+std::string node_name() {
+  if constexpr (requires { N::kind; }) return N::kind;
+  else return demangle(typeid(N).name());
+}
+
+/// The input channels of a replica (none for a source).
+template <class T>
+class input_side : public port<T> {
+ public:
+  channel<T>* connect(std::size_t capacity) override {
+    inputs_.push_back(std::make_unique<channel<T>>(capacity, owner_));
+    return inputs_.back().get();
+  }
+
+ protected:
+  runner_base* owner_ = nullptr;
+  std::vector<std::unique_ptr<channel<T>>> inputs_;
+};
+template <>
+class input_side<void> {
+ protected:
+  runner_base* owner_ = nullptr;
+};
+
+template <class N>
+class runner final : public runner_base, public input_side<typename N::in_type> {
+  using In = typename N::in_type;
+  using Out = typename N::out_type;
+  static constexpr bool is_source = std::is_void_v<In>;
+  static constexpr bool measures_latency = std::is_void_v<Out> && !is_source && stamped<In>;
+  static constexpr std::size_t chunk = 64;  // elements taken from one channel before looking at the next
+
+ public:
+  runner(graph_state& g, const N& prototype, const runner_settings& s)
+      : runner_base{g, node_name<N>(), s}, node_{prototype}, batch_{s.batch},
+        sample_every_{s.latency_sample == 0 ? 1 : s.latency_sample} {
+    this->owner_ = this;
+    if constexpr (measures_latency) latency_ = std::make_unique<latency_histogram>();
+  }
+
+  template <class T = Out>
+    requires(!std::is_void_v<T>)
+  void attach(const downstream<T>& d, std::size_t capacity) {
+    out_.attach(d, capacity);
+    static_cast<emitter<Out>&>(node_).out_ = &out_;
+  }
+
+  std::size_t queued() const noexcept override {
+    std::size_t n = 0;
+    if constexpr (!is_source)
+      for (auto& c : this->inputs_) n += c->ring.size();
+    return n;
+  }
+  void add_latency(latency_histogram& h) const noexcept override {
+    if (latency_) h.merge(*latency_);
+  }
+
+ protected:
+  step_result step(std::size_t) override {
+    if (cancelled()) return end(false);
+    if (phase_ == phase::fresh) {
+      phase_ = phase::running;
+      if (!guard([&] { node_.on_start(); })) return end(false);
+    }
+    if (out_.blocked() && !out_.flush()) return blocked(0);
+    if (phase_ == phase::stopping) return end(true);
+    if constexpr (is_source) return produce();
+    else return drain();
+  }
+
+  bool has_input() const noexcept override {
+    if constexpr (!is_source) {
+      for (auto& c : this->inputs_)
+        if (!c->ring.empty() || (c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)))
+          return true;
+    }
+    return cancelled();
+  }
+
+ private:
+  enum class phase { fresh, running, stopping, finished };
+
+  template <class F>
+  bool guard(F&& f) noexcept {
+    try {
+      f();
+      return true;
+    } catch (...) {
+      fail(std::current_exception());
+      return false;
+    }
+  }
+
+  step_result blocked(std::uint64_t in) noexcept {
+    publish(in, out_.take_sent());
+    out_.sweep();
+    return step_result::blocked;
+  }
+
+  step_result more(std::uint64_t in) noexcept {
+    publish(in, out_.take_sent());
+    out_.sweep();
+    return step_result::more;
+  }
+
+  // The input has ended: on_stop, flush what it sent, close the outputs.
+  step_result stop(std::uint64_t in) noexcept {
+    phase_ = phase::stopping;
+    if (!guard([&] { node_.on_stop(); })) return end(false);
+    if (out_.blocked() && !out_.flush()) return blocked(in);
+    publish(in, 0);
+    return end(true);
+  }
+
+  step_result end(bool clean) noexcept {
+    if (!clean) out_.discard();
+    publish(0, out_.take_sent());
+    phase_ = phase::finished;
+    out_.close();
+    finished();
+    return step_result::finished;
+  }
+
+  step_result produce() noexcept {
+    if constexpr (is_source) {
+      for (std::size_t i = 0; i < batch_; ++i) {
+        bool going = false;
+        if (!guard([&] { going = node_.produce(); })) return end(false);
+        if (!going) return stop(0);
+        if (out_.blocked()) return blocked(0);
+      }
+    }
+    return more(0);
+  }
+
+  step_result drain() noexcept {
+    if constexpr (!is_source) {
+      std::uint64_t in = 0;
+      auto& inputs = this->inputs_;
+      const std::size_t n = inputs.size();
+      for (;;) {
+        bool any = false;
+        for (std::size_t k = 0; k < n; ++k) {
+          auto& ring = inputs[cursor_]->ring;
+          for (std::size_t j = 0; j < chunk; ++j) {
+            In* v = ring.front();
+            if (v == nullptr) break;
+            any = true;
+            ++in;
+            if constexpr (measures_latency) {
+              if (++sampled_ == sample_every_) {
+                sampled_ = 0;
+                latency_->record(stream::now() - static_cast<std::uint64_t>(v->stamp));
+              }
+            }
+            if (!guard([&] { node_.consume(*v); })) return end(false);
+            ring.pop();
+            if (out_.blocked()) return blocked(in);
+            if (in == batch_) return more(in);
+          }
+          if (++cursor_ == n) cursor_ = 0;
+        }
+        if (!any) break;
+      }
+      // Nothing queued: has any input ended?
+      std::size_t open = 0;
+      for (auto& c : inputs) {
+        if (c->drained.load(std::memory_order_relaxed)) continue;
+        if (c->closed.load(std::memory_order_acquire) && c->ring.empty()) c->drained.store(true, std::memory_order_relaxed);
+        else ++open;
+      }
+      if (open == 0) return stop(in);
+      publish(in, out_.take_sent());
+      out_.sweep();
+      if (linger()) return step_result::more;
+      return release() ? step_result::idle : step_result::more;
+    }
+    return step_result::more;
+  }
+
+  N node_;
+  std::size_t batch_;
+  std::size_t sample_every_;
+  std::size_t sampled_ = 0;
+  std::unique_ptr<latency_histogram> latency_;
+  phase phase_ = phase::fresh;
+  std::size_t cursor_ = 0;
+  outlet<Out> out_;
+};
+
+}  // namespace troupe::stream::detail

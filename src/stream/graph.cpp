@@ -1,0 +1,290 @@
+// graph.cpp: the non-template parts of stream graphs: running, waking,
+// finishing and measuring runners.
+#include "troupe/stream/graph.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "../runtime/scheduler.hpp"
+
+namespace troupe::stream {
+
+// ------------------------------------------------------------- metrics
+
+void latency_histogram::merge(const latency_histogram& other) noexcept {
+  for (int i = 0; i < buckets; ++i) {
+    auto v = other.counts_[i].load(std::memory_order_relaxed);
+    if (v != 0) counts_[i].store(counts_[i].load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+  }
+}
+
+std::uint64_t latency_histogram::count() const noexcept {
+  std::uint64_t n = 0;
+  for (auto& c : counts_) n += c.load(std::memory_order_relaxed);
+  return n;
+}
+
+std::uint64_t latency_histogram::percentile(double q) const noexcept {
+  const auto n = count();
+  if (n == 0) return 0;
+  q = q < 0 ? 0 : (q > 1 ? 1 : q);
+  // The rank of the wanted value, 1-based: the first value for q = 0, the last for q = 1.
+  auto rank = static_cast<std::uint64_t>(q * static_cast<double>(n - 1)) + 1;
+  std::uint64_t seen = 0;
+  for (int i = 0; i < buckets; ++i) {
+    seen += counts_[i].load(std::memory_order_relaxed);
+    if (seen >= rank) return lower_bound(i);
+  }
+  return lower_bound(buckets - 1);
+}
+
+namespace {
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
+std::string graph_metrics::to_json() const {
+  std::ostringstream o;
+  o << "{\"elapsed_s\":" << elapsed_s << ",\"nodes\":[";
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    auto& n = nodes[i];
+    o << (i ? "," : "") << "{\"name\":\"" << json_escape(n.name) << "\",\"replica\":" << n.replica
+      << ",\"dedicated\":" << (n.dedicated ? "true" : "false") << ",\"items_in\":" << n.items_in
+      << ",\"items_out\":" << n.items_out << ",\"queued\":" << n.queued << "}";
+  }
+  o << "],\"latency_ns\":{\"count\":" << latency.count();
+  const std::pair<const char*, double> qs[] = {{"min", 0},     {"p5", 0.05}, {"p25", 0.25}, {"p50", 0.5},
+                                               {"p75", 0.75}, {"p95", 0.95}, {"p99", 0.99}, {"max", 1}};
+  for (auto& [name, q] : qs) o << ",\"" << name << "\":" << latency.percentile(q);
+  o << "}}";
+  return o.str();
+}
+
+namespace detail {
+
+std::string demangle(const char* mangled) {
+  int status = 0;
+  char* s = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  if (status != 0 || s == nullptr) return mangled;
+  std::string out{s};
+  std::free(s);
+  return out;
+}
+
+// ------------------------------------------------------------- runner_base
+
+troupe::detail::resume_result runner_base::resume(std::size_t) {
+  switch (step(settings_.batch)) {
+    case step_result::more:
+    case step_result::blocked:
+      return troupe::detail::resume_result::again;
+    case step_result::idle:
+    case step_result::finished:
+      break;
+  }
+  return troupe::detail::resume_result::done;
+}
+
+void runner_base::run_on_thread() {
+  if (!settings_.cores.empty()) pin_current_thread(settings_.cores.for_thread(settings_.thread_index));
+  unsigned spins = 0;
+  for (;;) {
+    switch (step(settings_.batch)) {
+      case step_result::finished:
+        return;
+      case step_result::idle:
+        active_.wait(false, std::memory_order_acquire);
+        spins = 0;
+        break;
+      case step_result::blocked:
+        spin_then_yield(spins);
+        break;
+      case step_result::more:
+        spins = 0;
+        break;
+    }
+  }
+}
+
+void runner_base::start() noexcept {
+  active_.store(true, std::memory_order_relaxed);
+  if (!settings_.dedicated) graph_->sys->schedule(this);
+}
+
+void runner_base::launch() noexcept {
+  if (settings_.dedicated) active_.notify_one();
+  else graph_->sys->schedule(this);
+}
+
+bool runner_base::release() noexcept {
+  active_.store(false, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!has_input()) return true;
+  // Input arrived meanwhile: take ourselves back, unless a producer already has.
+  return active_.exchange(true, std::memory_order_acq_rel);
+}
+
+bool runner_base::linger() noexcept {
+  // Dedicated threads spin before they sleep; pooled runners only while
+  // their worker has nothing else to run.
+  for (int i = 0; i < 256; ++i) {
+    if (!settings_.dedicated && (i & 31) == 0 && !troupe::detail::worker_is_free()) return false;
+    if (has_input()) return true;
+    cpu_relax();
+  }
+  return false;
+}
+
+bool runner_base::cancelled() const noexcept { return graph_->cancelled.load(std::memory_order_acquire); }
+
+void runner_base::fail(std::exception_ptr e) noexcept { graph_->fail(std::move(e)); }
+
+void runner_base::finished() noexcept { graph_->runner_finished(); }
+
+node_metrics runner_base::metrics() const {
+  node_metrics m;
+  m.name = name_;
+  m.replica = settings_.replica;
+  m.dedicated = settings_.dedicated;
+  m.items_in = items_in_.load(std::memory_order_relaxed);
+  m.items_out = items_out_.load(std::memory_order_relaxed);
+  m.queued = queued();
+  return m;
+}
+
+// ------------------------------------------------------------- graph_state
+
+graph_state::~graph_state() {
+  for (auto& t : threads) {
+    if (!t.joinable()) continue;
+    if (t.get_id() == std::this_thread::get_id()) t.detach();
+    else t.join();
+  }
+}
+
+void graph_state::launch(std::shared_ptr<graph_state> me) {
+  started = std::chrono::steady_clock::now();
+  remaining.store(runners.size(), std::memory_order_relaxed);
+  if (runners.empty()) {
+    done.store(1, std::memory_order_release);
+    return;
+  }
+  self = std::move(me);
+  std::vector<runner_base*> dedicated;
+  for (auto& r : runners) {
+    if (r->dedicated()) dedicated.push_back(r.get());
+  }
+  try {
+    std::lock_guard<std::mutex> guard{mtx};
+    for (auto* r : dedicated) {
+      r->start();
+      threads.emplace_back([r] { r->run_on_thread(); });
+    }
+  } catch (...) {
+    // Could not start a thread: the runners already started end at once.
+    cancelled.store(true, std::memory_order_release);
+    throw;
+  }
+  for (auto& r : runners)
+    if (!r->dedicated()) r->start();
+}
+
+void graph_state::fail(std::exception_ptr e) noexcept {
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    if (!error) error = std::move(e);
+  }
+  cancel();
+}
+
+void graph_state::cancel() noexcept {
+  if (cancelled.exchange(true, std::memory_order_acq_rel)) return;
+  if (done.load(std::memory_order_acquire) != 0) return;
+  // Every runner that is still running holds `self`; wake them so they see it.
+  std::shared_ptr<graph_state> keep;
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    keep = self;
+  }
+  if (!keep) return;
+  for (auto& r : runners) r->wake();
+}
+
+void graph_state::runner_finished() noexcept {
+  if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  std::shared_ptr<graph_state> keep;
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    keep = std::move(self);
+  }
+  std::string what;
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& ex) {
+        what = ex.what();
+      } catch (...) {
+        what = "unknown exception";
+      }
+    }
+  }
+  if (!opts.metrics_json.empty()) {
+    std::ofstream f{opts.metrics_json};
+    f << metrics().to_json() << '\n';
+    if (!f) std::fprintf(stderr, "troupe stream: cannot write metrics to %s\n", opts.metrics_json.c_str());
+  }
+  done.store(1, std::memory_order_release);
+  done.notify_all();
+  if (opts.notify) actor_cell::deliver(opts.notify, troupe::detail::make_message(actor{}, 0, completed{what}));
+  // `keep` may be the last reference: the graph (and the calling runner) go now.
+}
+
+graph_metrics graph_state::metrics() const {
+  graph_metrics m;
+  for (auto& r : runners) {
+    m.nodes.push_back(r->metrics());
+    r->add_latency(m.latency);
+  }
+  m.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return m;
+}
+
+void graph_state::wait_done() const {
+  if (troupe::detail::on_worker_thread()) {
+    unsigned idle = 0;
+    while (done.load(std::memory_order_acquire) == 0) {
+      if (troupe::detail::help_one()) idle = 0;
+      else spin_then_yield(idle);
+    }
+    return;
+  }
+  while (done.load(std::memory_order_acquire) == 0) done.wait(0, std::memory_order_acquire);
+}
+
+bool graph_state::wait_done_for(std::chrono::nanoseconds d) const {
+  const auto deadline = std::chrono::steady_clock::now() + d;
+  unsigned idle = 0;
+  while (done.load(std::memory_order_acquire) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (troupe::detail::on_worker_thread() && troupe::detail::help_one()) idle = 0;
+    else if (idle < 64) spin_then_yield(idle);
+    else std::this_thread::sleep_for(std::chrono::microseconds{200});
+  }
+  return true;
+}
+
+}  // namespace detail
+}  // namespace troupe::stream

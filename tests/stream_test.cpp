@@ -1,0 +1,489 @@
+// Stream graphs: nodes, channels, routing, end of stream, errors, placement.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "troupe/troupe.hpp"
+
+namespace st = troupe::stream;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Emits 0 .. n-1.
+auto counting_source(std::int64_t n) {
+  return st::source([i = std::int64_t{0}, n]() mutable -> std::optional<std::int64_t> {
+    if (i == n) return std::nullopt;
+    return i++;
+  });
+}
+
+// What a sink saw: how often each value arrived.
+struct seen {
+  std::mutex mtx;
+  std::map<std::int64_t, int> count;
+  std::int64_t total = 0;
+  void add(std::int64_t v) {
+    std::lock_guard<std::mutex> g{mtx};
+    ++count[v];
+    ++total;
+  }
+  // Every value of 0 .. n-1 exactly `times` times, nothing else.
+  void expect_each(std::int64_t n, int times) {
+    std::lock_guard<std::mutex> g{mtx};
+    EXPECT_EQ(total, n * times);
+    EXPECT_EQ(static_cast<std::int64_t>(count.size()), n);
+    for (auto& [v, c] : count) {
+      EXPECT_GE(v, 0);
+      EXPECT_LT(v, n);
+      ASSERT_EQ(c, times) << "value " << v;
+    }
+  }
+};
+
+struct placement_case {
+  const char* name;
+  std::size_t workers;
+  st::placement where;
+};
+
+class stream_placement : public ::testing::TestWithParam<placement_case> {
+ protected:
+  troupe::config cfg() const {
+    troupe::config c;
+    c.workers(GetParam().workers);
+    return c;
+  }
+  st::options opts() const {
+    st::options o;
+    o.placement = GetParam().where;
+    o.capacity = 64;  // small channels: backpressure happens often
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST_P(stream_placement, pipeline_delivers_every_element_once) {
+  troupe::actor_system sys{cfg()};
+  seen s;
+  constexpr std::int64_t n = 200'000;
+  auto g = troupe::spawn_pattern(sys,
+                                 troupe::pipeline{counting_source(n), st::map([](std::int64_t x) { return x + 1; }),
+                                                  st::map([](std::int64_t x) { return x - 1; }),
+                                                  st::sink([&](std::int64_t x) { s.add(x); })},
+                                 opts());
+  g.wait();
+  s.expect_each(n, 1);
+}
+
+TEST_P(stream_placement, pipeline_keeps_order_with_one_replica_per_stage) {
+  troupe::actor_system sys{cfg()};
+  std::vector<std::int64_t> got;
+  constexpr std::int64_t n = 100'000;
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{counting_source(n), st::filter([](const std::int64_t& x) { return x % 3 != 0; }),
+                            st::sink([&](std::int64_t x) { got.push_back(x); })},
+      opts());
+  g.wait();
+  std::vector<std::int64_t> want;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (i % 3 != 0) want.push_back(i);
+  EXPECT_EQ(got, want);
+}
+
+TEST_P(stream_placement, farm_round_robin_delivers_every_element_once) {
+  troupe::actor_system sys{cfg()};
+  seen s;
+  constexpr std::int64_t n = 100'000;
+  auto g = troupe::spawn_pattern(sys,
+                                 troupe::pipeline{counting_source(n),
+                                                  troupe::farm{st::map([](std::int64_t x) { return x; }), 4},
+                                                  troupe::farm{st::sink([&](std::int64_t x) { s.add(x); }), 3}},
+                                 opts());
+  g.wait();
+  s.expect_each(n, 1);
+  auto m = g.metrics();
+  std::uint64_t into_sinks = 0;
+  for (auto& node : m.nodes)
+    if (node.name == "sink") into_sinks += node.items_in;
+  EXPECT_EQ(into_sinks, static_cast<std::uint64_t>(n));
+}
+
+TEST_P(stream_placement, farms_of_sources_and_random_routing) {
+  troupe::actor_system sys{cfg()};
+  std::atomic<std::int64_t> count{0}, sum{0};
+  constexpr std::int64_t n = 20'000;
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{troupe::farm{counting_source(n), 3},
+                       troupe::farm{st::map([](std::int64_t x) { return 2 * x; }), 2, troupe::random_choice{}},
+                       st::sink([&](std::int64_t x) {
+                         count.fetch_add(1, std::memory_order_relaxed);
+                         sum.fetch_add(x, std::memory_order_relaxed);
+                       })},
+      opts());
+  g.wait();
+  EXPECT_EQ(count.load(), 3 * n);
+  EXPECT_EQ(sum.load(), 3 * n * (n - 1));
+}
+
+namespace {
+// A sink replica that records which replica saw each key.
+struct key_recorder : st::node<std::int64_t, void> {
+  std::shared_ptr<std::atomic<int>> ids;
+  std::shared_ptr<std::mutex> mtx;
+  std::shared_ptr<std::map<std::int64_t, std::set<int>>> where;
+  int me = -1;
+  void on_start() { me = ids->fetch_add(1); }
+  void consume(std::int64_t& x) {
+    std::lock_guard<std::mutex> g{*mtx};
+    (*where)[x % 50].insert(me);
+  }
+};
+}  // namespace
+
+TEST_P(stream_placement, by_key_sends_each_key_to_one_replica) {
+  troupe::actor_system sys{cfg()};
+  key_recorder proto;
+  proto.ids = std::make_shared<std::atomic<int>>(0);
+  proto.mtx = std::make_shared<std::mutex>();
+  proto.where = std::make_shared<std::map<std::int64_t, std::set<int>>>();
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{troupe::farm{counting_source(10'000), 2},
+                       troupe::farm{proto, 4, troupe::by_key{[](const std::int64_t& x) { return x % 50; }}}},
+      opts());
+  g.wait();
+  EXPECT_EQ(proto.ids->load(), 4);
+  ASSERT_EQ(proto.where->size(), 50u);
+  std::set<int> used;
+  for (auto& [key, replicas] : *proto.where) {
+    EXPECT_EQ(replicas.size(), 1u) << "key " << key;
+    used.insert(*replicas.begin());
+  }
+  EXPECT_GT(used.size(), 1u);  // 50 keys over 4 replicas
+}
+
+TEST_P(stream_placement, broadcast_gives_every_replica_every_element) {
+  troupe::actor_system sys{cfg()};
+  seen s;
+  constexpr std::int64_t n = 20'000;
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{counting_source(n),
+                       troupe::farm{st::map([](std::int64_t x) { return x; }), 3, troupe::broadcast{}},
+                       st::sink([&](std::int64_t x) { s.add(x); })},
+      opts());
+  g.wait();
+  s.expect_each(n, 3);
+}
+
+TEST_P(stream_placement, least_loaded_and_user_policy_deliver_everything) {
+  troupe::actor_system sys{cfg()};
+  seen a, b;
+  constexpr std::int64_t n = 20'000;
+  auto g1 = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{counting_source(n), troupe::farm{st::sink([&](std::int64_t x) { a.add(x); }), 3, troupe::least_loaded{}}},
+      opts());
+  auto g2 = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{counting_source(n),
+                       troupe::farm{st::sink([&](std::int64_t x) { b.add(x); }), 3,
+                                    [](const std::int64_t& x, std::size_t replicas) { return static_cast<std::size_t>(x) % replicas; }}},
+      opts());
+  g1.wait();
+  g2.wait();
+  a.expect_each(n, 1);
+  b.expect_each(n, 1);
+}
+
+namespace {
+// Counts its inputs and emits their sum once, at the end of the stream.
+struct summer : st::node<std::int64_t, std::int64_t> {
+  std::int64_t sum = 0;
+  std::shared_ptr<std::atomic<int>> stops = std::make_shared<std::atomic<int>>(0);
+  void consume(std::int64_t& x) { sum += x; }
+  void on_stop() {
+    stops->fetch_add(1);
+    send_next(std::move(sum));
+  }
+};
+}  // namespace
+
+TEST_P(stream_placement, end_of_stream_drains_and_on_stop_can_still_send) {
+  troupe::actor_system sys{cfg()};
+  summer proto;
+  std::vector<std::int64_t> sums;
+  constexpr std::int64_t n = 50'000;
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{counting_source(n), troupe::farm{proto, 4}, st::sink([&](std::int64_t s) { sums.push_back(s); })},
+      opts());
+  g.wait();
+  EXPECT_EQ(proto.stops->load(), 4);
+  ASSERT_EQ(sums.size(), 4u);
+  EXPECT_EQ(std::accumulate(sums.begin(), sums.end(), std::int64_t{0}), n * (n - 1) / 2);
+}
+
+TEST_P(stream_placement, exception_in_a_node_stops_the_graph_and_reaches_wait) {
+  troupe::actor_system sys{cfg()};
+  // An endless source: only the error can end this graph.
+  auto endless = st::source([i = std::int64_t{0}]() mutable -> std::optional<std::int64_t> { return i++; });
+  auto g = troupe::spawn_pattern(sys,
+                                 troupe::pipeline{endless, troupe::farm{st::map([](std::int64_t x) {
+                                                                          if (x == 5000) throw std::runtime_error{"bad element 5000"};
+                                                                          return x;
+                                                                        }),
+                                                                        2},
+                                                  st::sink([](std::int64_t) {})},
+                                 opts());
+  try {
+    g.wait();
+    FAIL() << "wait() returned normally";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "bad element 5000");
+  }
+  EXPECT_TRUE(g.done());
+}
+
+TEST_P(stream_placement, more_nodes_than_workers_never_deadlocks) {
+  troupe::actor_system sys{cfg()};
+  seen s;
+  constexpr std::int64_t n = 30'000;
+  auto id = [](std::int64_t x) { return x; };
+  auto o = opts();
+  o.capacity = 4;
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{counting_source(n), st::map(id), troupe::farm{st::map(id), 3}, st::map(id), st::map(id),
+                       troupe::farm{st::map(id), 2, troupe::broadcast{}}, st::map(id), st::map(id),
+                       st::sink([&](std::int64_t x) { s.add(x); })},
+      o);
+  g.wait();
+  s.expect_each(n, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(placements, stream_placement,
+                         ::testing::Values(placement_case{"pool_1_worker", 1, st::placement::pool},
+                                           placement_case{"pool_2_workers", 2, st::placement::pool},
+                                           placement_case{"pool_4_workers", 4, st::placement::pool},
+                                           placement_case{"threads", 1, st::placement::threads}),
+                         [](const auto& info) { return std::string{info.param.name}; });
+
+// ---------------------------------------------------------------- send_next_if
+
+namespace {
+// Tries to send 0 .. 99 with send_next_if(limit) once, counting successes.
+struct trying_source : st::node<void, std::int64_t> {
+  std::size_t limit = 0;
+  std::shared_ptr<std::atomic<int>> sent = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<bool>> finished = std::make_shared<std::atomic<bool>>(false);
+  std::int64_t i = 0;
+  bool produce() {
+    if (i == 100) {
+      finished->store(true);
+      return false;
+    }
+    std::int64_t v = i++;
+    if (send_next_if(v, limit)) sent->fetch_add(1);
+    else EXPECT_EQ(v, i - 1) << "a refused value must be left as it was";
+    return true;
+  }
+};
+}  // namespace
+
+TEST(stream_send_next_if, sends_only_below_the_limit_and_tries_every_round_robin_replica) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  for (std::size_t replicas : {1u, 3u}) {
+    trying_source src;
+    src.limit = 4;
+    auto finished = src.finished;
+    std::atomic<int> received{0};
+    // The sinks hold on to their first element until the source has tried
+    // everything, so the channels only fill up meanwhile.
+    auto g = troupe::spawn_pattern(sys,
+                                   troupe::pipeline{src, troupe::farm{st::sink([&](std::int64_t) {
+                                                                        while (!finished->load()) std::this_thread::sleep_for(1ms);
+                                                                        received.fetch_add(1);
+                                                                      }),
+                                                                      replicas}},
+                                   st::options{.capacity = 64, .placement = st::placement::threads});
+    g.wait();
+    EXPECT_EQ(src.sent->load(), static_cast<int>(4 * replicas)) << replicas << " replicas";
+    EXPECT_EQ(received.load(), src.sent->load());
+  }
+}
+
+TEST(stream_send_next_if, limit_zero_never_sends) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  trying_source src;
+  src.limit = 0;
+  std::atomic<int> received{0};
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{src, st::sink([&](std::int64_t) { received.fetch_add(1); })});
+  g.wait();
+  EXPECT_EQ(src.sent->load(), 0);
+  EXPECT_EQ(received.load(), 0);
+}
+
+// ---------------------------------------------------------------- actors around a graph
+
+TEST(stream_actors, actors_feed_the_entry_and_an_actor_receives_the_results) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::scoped_actor self{sys};
+  std::atomic<std::int64_t> got{0}, sum{0};
+  auto collector = sys.spawn([&](troupe::event_actor&) {
+    return troupe::behavior{[&](std::int64_t x) {
+      sum.fetch_add(x);
+      got.fetch_add(1);
+    }};
+  });
+  st::options o;
+  o.results_to = collector;
+  o.notify = self->self();
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{troupe::farm{st::map([](std::int64_t x) { return x * 10; }), 2}}, o);
+  // Three actors send 1000 elements each.
+  for (int a = 0; a < 3; ++a) {
+    sys.spawn([g](troupe::event_actor& me) {
+      for (std::int64_t i = 0; i < 1000; ++i) me.send(g, i);
+      me.quit();
+      return troupe::behavior{};
+    });
+  }
+  auto into_graph = [&] {
+    std::uint64_t n = 0;
+    for (auto& node : g.metrics().nodes)
+      if (node.name == "map") n += node.items_in;
+    return n;
+  };
+  while (into_graph() < 3000) std::this_thread::sleep_for(1ms);
+  g.close();
+  g.wait();
+  bool notified = false;
+  self->receive([&](st::completed& c) {
+    notified = true;
+    EXPECT_EQ(c.error, "");
+  });
+  EXPECT_TRUE(notified);
+  while (got.load() < 3000) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(got.load(), 3000);
+  EXPECT_EQ(sum.load(), 3 * 10 * 999 * 1000 / 2);
+}
+
+TEST(stream_actors, end_of_stream_message_ends_the_input) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  std::atomic<int> got{0};
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{st::sink([&](const std::string& s) { got += static_cast<int>(s.size()); })});
+  for (int i = 0; i < 100; ++i) sys.send(g, std::string{"abc"});
+  sys.send(g, st::end_of_stream{});
+  g.wait();
+  EXPECT_EQ(got.load(), 300);
+}
+
+TEST(stream_actors, error_is_reported_to_the_notified_actor) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::scoped_actor self{sys};
+  st::options o;
+  o.notify = self->self();
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{counting_source(100), st::sink([](std::int64_t x) {
+                              if (x == 42) throw std::invalid_argument{"no 42 here"};
+                            })},
+      o);
+  EXPECT_THROW(g.wait(), std::invalid_argument);
+  std::string error;
+  self->receive([&](st::completed& c) { error = c.error; });
+  EXPECT_EQ(error, "no 42 here");
+}
+
+TEST(stream_actors, cancel_stops_an_endless_graph) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{st::source([]() -> std::optional<int> { return 1; }), st::sink([](int) {})});
+  EXPECT_FALSE(g.wait_for(10ms));
+  g.cancel();
+  g.wait();
+  EXPECT_TRUE(g.done());
+}
+
+// ---------------------------------------------------------------- configuration errors
+
+TEST(stream_config, bad_options_and_affinity_are_reported) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  auto p = troupe::pipeline{counting_source(10), st::sink([](std::int64_t) {})};
+  EXPECT_THROW(troupe::spawn_pattern(sys, p, st::options{.capacity = 0}), std::invalid_argument);
+  EXPECT_THROW(troupe::spawn_pattern(sys, p, st::options{.batch = 0}), std::invalid_argument);
+  EXPECT_THROW(troupe::spawn_pattern(sys, p, st::options{.placement = st::placement::threads, .affinity = "<0"}),
+               troupe::affinity_error);
+  EXPECT_THROW(st::dedicated(st::sink([](int) {}), "<0-x>"), troupe::affinity_error);
+  // The last stage emits, but nobody receives.
+  EXPECT_THROW(troupe::spawn_pattern(sys, troupe::pipeline{st::map([](int x) { return x; })}), std::invalid_argument);
+  EXPECT_THROW(troupe::spawn_pattern(sys, troupe::pipeline{counting_source(10), troupe::farm{st::sink([](std::int64_t) {}), 2,
+                                                                                              troupe::round_robin{}, troupe::ordered}}),
+               std::invalid_argument);
+}
+
+// ---------------------------------------------------------------- mixed placement, metrics
+
+namespace {
+struct stamped_item {
+  std::uint64_t stamp;
+  std::int64_t value;
+};
+}  // namespace
+
+TEST(stream_metrics, counts_and_latency_are_recorded_and_dumped) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  const std::string path = ::testing::TempDir() + "stream_metrics.json";
+  st::options o;
+  o.latency_sample = 1;
+  o.metrics_json = path;
+  std::atomic<std::int64_t> got{0};
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{st::source([i = 0]() mutable -> std::optional<stamped_item> {
+                         if (i == 1000) return std::nullopt;
+                         return stamped_item{st::now(), i++};
+                       }),
+                       st::dedicated{st::filter([](const stamped_item& x) { return x.value % 2 == 0; }), ""},
+                       st::sink([&](const stamped_item&) { ++got; })},
+      o);
+  g.wait();
+  EXPECT_EQ(got.load(), 500);
+  auto m = g.metrics();
+  ASSERT_EQ(m.nodes.size(), 3u);
+  std::map<std::string, st::node_metrics> by_name;
+  for (auto& n : m.nodes) by_name[n.name] = n;
+  EXPECT_EQ(by_name["source"].items_out, 1000u);
+  EXPECT_EQ(by_name["filter"].items_in, 1000u);
+  EXPECT_EQ(by_name["filter"].items_out, 500u);
+  EXPECT_TRUE(by_name["filter"].dedicated);
+  EXPECT_FALSE(by_name["sink"].dedicated);
+  EXPECT_EQ(by_name["sink"].items_in, 500u);
+  EXPECT_EQ(m.latency.count(), 500u);
+  EXPECT_LE(m.latency.min(), m.latency.percentile(0.5));
+  EXPECT_LE(m.latency.percentile(0.5), m.latency.max());
+  std::ifstream f{path};
+  std::string json{std::istreambuf_iterator<char>{f}, {}};
+  EXPECT_NE(json.find("\"name\":\"filter\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"count\":500"), std::string::npos) << json;
+}
+
+TEST(stream_metrics, histogram_percentiles_match_known_values) {
+  st::latency_histogram h;
+  for (std::uint64_t v = 1; v <= 1000; ++v) h.record(v * 1000);
+  EXPECT_EQ(h.count(), 1000u);
+  auto within = [](std::uint64_t got, std::uint64_t want) { return got <= want && got * 1.07 >= want; };
+  EXPECT_TRUE(within(h.percentile(0.5), 500'000)) << h.percentile(0.5);
+  EXPECT_TRUE(within(h.percentile(0.95), 950'000)) << h.percentile(0.95);
+  EXPECT_TRUE(within(h.min(), 1000)) << h.min();
+  EXPECT_TRUE(within(h.max(), 1'000'000)) << h.max();
+}
