@@ -1,5 +1,5 @@
-// pipeline3, troupe event actors (the actor baseline; the typed streaming
-// layer will add the `troupe` implementation).
+// pipeline3, troupe: the typed streaming layer (`troupe`, `troupe_threads`)
+// and event actors (`troupe_actors`, the actor baseline).
 #include "impls.hpp"
 
 #include <troupe/troupe.hpp>
@@ -47,3 +47,47 @@ bench::sample bench::run_troupe_actors(const params& p) {
   t.check(tuples);
   return s;
 }
+
+namespace {
+// The typed streaming version: a source node, a forwarding node and a sink
+// node connected by two channels of 1024 slots.
+struct source : troupe::stream::node<void, tuple> {
+  std::int64_t i = 0, n = 0;
+  bool produce() {
+    if (i == n) return false;
+    send_next(tuple{i % 1024, i, i});
+    ++i;
+    return true;
+  }
+};
+struct forwarder : troupe::stream::node<tuple, tuple> {
+  void consume(tuple& x) { send_next(std::move(x)); }
+};
+struct sink : troupe::stream::node<tuple, void> {
+  bench::pipeline3::tally* t = nullptr;
+  void consume(const tuple& x) { t->add(x); }
+};
+
+bench::sample run_stream(const bench::params& p, troupe::stream::placement where) {
+  const auto tuples = p.get("tuples");
+  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  bench::pipeline3::tally t;
+  source src;
+  src.n = tuples;
+  sink snk;
+  snk.t = &t;
+  troupe::stream::options o;
+  o.capacity = 1024;
+  o.placement = where;
+  bench::stopwatch sw;
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{src, forwarder{}, snk}, o);
+  g.wait();
+  bench::sample s;
+  s.wall_s = sw.seconds();
+  t.check(tuples);
+  return s;
+}
+}  // namespace
+
+bench::sample bench::run_troupe(const params& p) { return run_stream(p, troupe::stream::placement::pool); }
+bench::sample bench::run_troupe_threads(const params& p) { return run_stream(p, troupe::stream::placement::threads); }

@@ -6,3 +6,4 @@
 #include "troupe/stream/graph.hpp"
 #include "troupe/stream/metrics.hpp"
 #include "troupe/stream/node.hpp"
+#include "troupe/stream/window.hpp"

@@ -1,0 +1,360 @@
+// window.hpp: keyed windows over a stream, as nodes.
+//   // the sum of every 100 readings per sensor, a new window every 10 readings
+//   stream::count_window<reading>(&reading::sensor, 100, 10,
+//       [](const int& sensor, std::span<const reading> w) { return sum_of(w); })
+//   // the same, folded element by element (no buffer of the elements)
+//   stream::count_window_incremental<reading>(&reading::sensor, 100, 10, 0.0,
+//       [](double& acc, const reading& r) { acc += r.value; })
+//   // per sensor, every 60 s window starting each 10 s of event time
+//   stream::time_window<reading>(&reading::sensor, &reading::time, 60'000, 10'000, f)
+//   stream::time_window_incremental<reading>(&reading::sensor, &reading::time, 60'000, 10'000, init, add)
+// Each emits stream::window_result<Key, R>{key, start, end, value} once per
+// window. Windows of a key are [k*slide, k*slide + size) for k = 0, 1, ...:
+// positions of the key's elements (0, 1, ...) for count windows, values of
+// the time function (any unsigned unit) for time windows. slide == size:
+// tumbling; slide < size: sliding; slide > size: hopping (elements between
+// windows belong to none). A count window fires with its last element; a
+// time window fires when an element of the same key at or after its end
+// arrives. At the end of the stream the windows still open fire with what
+// they hold (for count windows end - start < size tells them apart).
+// Time windows need each key's times not to decrease: an element older than
+// its key's previous element is dropped and counted (late() of the node
+// given to the pattern: replicas share the count).
+// Put a window in a farm routed by the same key to run keys in parallel.
+// Cost: whole-window forms keep each key's elements of its open windows in a
+// contiguous buffer; incremental forms keep one accumulator per open window
+// (size / slide of them) and update each per element.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <span>
+#include <stdexcept>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "troupe/stream/node.hpp"
+
+namespace troupe::stream {
+
+template <class Key, class R>
+struct window_result {
+  Key key;
+  std::uint64_t start;  ///< first position (count) or time of the window
+  std::uint64_t end;    ///< one past the last position (count) or time
+  R value;
+  friend bool operator==(const window_result&, const window_result&) = default;
+};
+
+namespace detail {
+
+inline void check_window(std::uint64_t size, std::uint64_t slide) {
+  if (size == 0) throw std::invalid_argument("window: size must be at least 1");
+  if (slide == 0) throw std::invalid_argument("window: slide must be at least 1");
+}
+
+/// Elements of one key from position `first` on, contiguous.
+template <class T>
+class window_buffer {
+ public:
+  void push(T v) { items_.push_back(std::move(v)); }
+  std::size_t size() const noexcept { return items_.size() - head_; }
+  bool empty() const noexcept { return size() == 0; }
+  const T& operator[](std::size_t i) const noexcept { return items_[head_ + i]; }
+  std::span<const T> first(std::size_t n) const noexcept { return {items_.data() + head_, n}; }
+  std::span<const T> range(std::size_t from, std::size_t n) const noexcept { return {items_.data() + head_ + from, n}; }
+  void drop(std::size_t n) {
+    head_ += n;
+    if (head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    } else if (head_ > 64 && head_ * 2 > items_.size()) {
+      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+
+ private:
+  std::vector<T> items_;
+  std::size_t head_ = 0;
+};
+
+template <class KeyFn, class T>
+using key_of = std::decay_t<std::invoke_result_t<const KeyFn&, const T&>>;
+
+}  // namespace detail
+
+/// Count windows, whole-window function f(const Key&, std::span<const T>) -> R.
+template <class T, class KeyFn, class F>
+class count_window_node
+    : public node<T, window_result<detail::key_of<KeyFn, T>,
+                                   std::decay_t<std::invoke_result_t<const F&, const detail::key_of<KeyFn, T>&, std::span<const T>>>>> {
+  using Key = detail::key_of<KeyFn, T>;
+  using R = std::decay_t<std::invoke_result_t<const F&, const Key&, std::span<const T>>>;
+
+ public:
+  static constexpr const char* kind = "count_window";
+  count_window_node(KeyFn key, std::uint64_t size, std::uint64_t slide, F f)
+      : key_{std::move(key)}, size_{size}, slide_{slide}, f_{std::move(f)} {
+    detail::check_window(size, slide);
+  }
+
+  void consume(T& x) {
+    Key k = std::invoke(key_, std::as_const(x));
+    auto& s = keys_[k];
+    const std::uint64_t i = s.next++;
+    if (i < s.window * slide_) return;  // between hopping windows
+    s.buf.push(std::move(x));
+    if (i == s.window * slide_ + size_ - 1) {
+      fire(k, s, s.buf.first(s.buf.size()));
+      advance(s);
+    }
+  }
+
+  void on_stop() {
+    for (auto& [k, s] : keys_) {
+      while (!s.buf.empty()) {
+        fire(k, s, s.buf.first(s.buf.size()));
+        advance(s);
+      }
+    }
+    keys_.clear();
+  }
+
+ private:
+  struct state {
+    std::uint64_t next = 0;    // position of the key's next element
+    std::uint64_t window = 0;  // the oldest window not fired yet
+    detail::window_buffer<T> buf;  // elements from position window*slide on
+  };
+  void fire(const Key& k, state& s, std::span<const T> w) {
+    const std::uint64_t start = s.window * slide_;
+    this->send_next(window_result<Key, R>{k, start, start + w.size(), std::invoke(f_, k, w)});
+  }
+  void advance(state& s) {
+    ++s.window;
+    s.buf.drop(std::min<std::uint64_t>(slide_, s.buf.size()));
+  }
+
+  KeyFn key_;
+  std::uint64_t size_, slide_;
+  F f_;
+  std::unordered_map<Key, state> keys_;
+};
+
+/// Count windows folded element by element: add(R&, const T&), from `init`.
+template <class T, class KeyFn, class R, class Add>
+class count_window_incremental_node : public node<T, window_result<detail::key_of<KeyFn, T>, R>> {
+  using Key = detail::key_of<KeyFn, T>;
+
+ public:
+  static constexpr const char* kind = "count_window";
+  count_window_incremental_node(KeyFn key, std::uint64_t size, std::uint64_t slide, R init, Add add)
+      : key_{std::move(key)}, size_{size}, slide_{slide}, init_{std::move(init)}, add_{std::move(add)} {
+    detail::check_window(size, slide);
+  }
+
+  void consume(T& x) {
+    Key k = std::invoke(key_, std::as_const(x));
+    auto& s = keys_[k];
+    const std::uint64_t i = s.next++;
+    if (i % slide_ == 0) s.open.emplace_back(i / slide_, init_);
+    for (auto& [w, acc] : s.open) std::invoke(add_, acc, std::as_const(x));
+    if (!s.open.empty() && s.open.front().first * slide_ + size_ - 1 == i) {
+      auto& [w, acc] = s.open.front();
+      this->send_next(window_result<Key, R>{k, w * slide_, w * slide_ + size_, std::move(acc)});
+      s.open.pop_front();
+    }
+  }
+
+  void on_stop() {
+    for (auto& [k, s] : keys_)
+      for (auto& [w, acc] : s.open)
+        this->send_next(window_result<Key, R>{k, w * slide_, s.next, std::move(acc)});
+    keys_.clear();
+  }
+
+ private:
+  struct state {
+    std::uint64_t next = 0;
+    std::deque<std::pair<std::uint64_t, R>> open;  // window index, accumulator
+  };
+
+  KeyFn key_;
+  std::uint64_t size_, slide_;
+  R init_;
+  Add add_;
+  std::unordered_map<Key, state> keys_;
+};
+
+namespace detail {
+/// The windows [k*slide, k*slide+size) that contain t: k in [first, last].
+inline std::uint64_t first_window_containing(std::uint64_t t, std::uint64_t size, std::uint64_t slide) {
+  return t < size ? 0 : (t - size) / slide + 1;
+}
+}  // namespace detail
+
+/// Time windows, whole-window function f(const Key&, std::span<const T>) -> R.
+template <class T, class KeyFn, class TimeFn, class F>
+class time_window_node
+    : public node<T, window_result<detail::key_of<KeyFn, T>,
+                                   std::decay_t<std::invoke_result_t<const F&, const detail::key_of<KeyFn, T>&, std::span<const T>>>>> {
+  using Key = detail::key_of<KeyFn, T>;
+  using R = std::decay_t<std::invoke_result_t<const F&, const Key&, std::span<const T>>>;
+
+ public:
+  static constexpr const char* kind = "time_window";
+  time_window_node(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide, F f)
+      : key_{std::move(key)}, time_{std::move(time)}, size_{size}, slide_{slide}, f_{std::move(f)} {
+    detail::check_window(size, slide);
+  }
+
+  void consume(T& x) {
+    Key k = std::invoke(key_, std::as_const(x));
+    const auto t = static_cast<std::uint64_t>(std::invoke(time_, std::as_const(x)));
+    auto& s = keys_[k];
+    if (s.seen && t < s.last) {
+      late_->fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    s.seen = true;
+    s.last = t;
+    // Fire every window that ends at or before t.
+    while (!s.buf.empty() && s.window * slide_ + size_ <= t) fire_oldest(k, s);
+    const auto first = detail::first_window_containing(t, size_, slide_);
+    if (s.buf.empty()) s.window = std::max(s.window, first);
+    if (first > t / slide_) return;  // between hopping windows
+    s.buf.push(std::move(x));
+  }
+
+  void on_stop() {
+    for (auto& [k, s] : keys_)
+      while (!s.buf.empty()) fire_oldest(k, s);
+    keys_.clear();
+  }
+
+  /// Elements dropped for arriving out of time order, over every replica
+  /// (ask the node object that was given to the pattern).
+  std::uint64_t late() const noexcept { return late_->load(std::memory_order_relaxed); }
+
+ private:
+  struct state {
+    bool seen = false;
+    std::uint64_t last = 0;        // time of the key's latest element
+    std::uint64_t window = 0;      // the oldest open window
+    detail::window_buffer<T> buf;  // elements of the open windows, by time
+  };
+  std::uint64_t time_of(const T& x) const { return static_cast<std::uint64_t>(std::invoke(time_, x)); }
+
+  // Fires window `s.window` if it holds anything, then moves to the next one.
+  void fire_oldest(const Key& k, state& s) {
+    const std::uint64_t start = s.window * slide_, end = start + size_;
+    std::size_t from = 0;
+    while (from < s.buf.size() && time_of(s.buf[from]) < start) ++from;
+    std::size_t n = 0;
+    while (from + n < s.buf.size() && time_of(s.buf[from + n]) < end) ++n;
+    if (n != 0) this->send_next(window_result<Key, R>{k, start, end, std::invoke(f_, k, s.buf.range(from, n))});
+    ++s.window;
+    const std::uint64_t next_start = s.window * slide_;
+    std::size_t old = 0;
+    while (old < s.buf.size() && time_of(s.buf[old]) < next_start) ++old;
+    s.buf.drop(old);
+    // Skip windows that would be empty.
+    if (!s.buf.empty()) s.window = std::max(s.window, detail::first_window_containing(time_of(s.buf[0]), size_, slide_));
+  }
+
+  KeyFn key_;
+  TimeFn time_;
+  std::uint64_t size_, slide_;
+  F f_;
+  std::unordered_map<Key, state> keys_;
+  std::shared_ptr<std::atomic<std::uint64_t>> late_ = std::make_shared<std::atomic<std::uint64_t>>(0);
+};
+
+/// Time windows folded element by element: add(R&, const T&), from `init`.
+template <class T, class KeyFn, class TimeFn, class R, class Add>
+class time_window_incremental_node : public node<T, window_result<detail::key_of<KeyFn, T>, R>> {
+  using Key = detail::key_of<KeyFn, T>;
+
+ public:
+  static constexpr const char* kind = "time_window";
+  time_window_incremental_node(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide, R init, Add add)
+      : key_{std::move(key)}, time_{std::move(time)}, size_{size}, slide_{slide}, init_{std::move(init)}, add_{std::move(add)} {
+    detail::check_window(size, slide);
+  }
+
+  void consume(T& x) {
+    Key k = std::invoke(key_, std::as_const(x));
+    const auto t = static_cast<std::uint64_t>(std::invoke(time_, std::as_const(x)));
+    auto& s = keys_[k];
+    if (s.seen && t < s.last) {
+      late_->fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    s.seen = true;
+    s.last = t;
+    while (!s.open.empty() && s.open.front().first * slide_ + size_ <= t) emit_front(k, s);
+    const std::uint64_t lo = detail::first_window_containing(t, size_, slide_);
+    const std::uint64_t hi = t / slide_;  // the last window starting at or before t
+    if (lo > hi) return;                  // between hopping windows
+    // Every open window contains t (they start before it and end after it);
+    // open the ones that start with it.
+    for (std::uint64_t w = s.open.empty() ? lo : std::max(s.open.back().first + 1, lo); w <= hi; ++w)
+      s.open.emplace_back(w, init_);
+    for (auto& [w, acc] : s.open) std::invoke(add_, acc, std::as_const(x));
+  }
+
+  void on_stop() {
+    for (auto& [k, s] : keys_)
+      while (!s.open.empty()) emit_front(k, s);
+    keys_.clear();
+  }
+
+  std::uint64_t late() const noexcept { return late_->load(std::memory_order_relaxed); }
+
+ private:
+  struct state {
+    bool seen = false;
+    std::uint64_t last = 0;  // time of the key's latest element
+    std::deque<std::pair<std::uint64_t, R>> open;  // window index, accumulator
+  };
+  void emit_front(const Key& k, state& s) {
+    auto& [w, acc] = s.open.front();
+    this->send_next(window_result<Key, R>{k, w * slide_, w * slide_ + size_, std::move(acc)});
+    s.open.pop_front();
+  }
+
+  KeyFn key_;
+  TimeFn time_;
+  std::uint64_t size_, slide_;
+  R init_;
+  Add add_;
+  std::unordered_map<Key, state> keys_;
+  std::shared_ptr<std::atomic<std::uint64_t>> late_ = std::make_shared<std::atomic<std::uint64_t>>(0);
+};
+
+template <class T, class KeyFn, class F>
+auto count_window(KeyFn key, std::uint64_t size, std::uint64_t slide, F f) {
+  return count_window_node<T, KeyFn, F>{std::move(key), size, slide, std::move(f)};
+}
+template <class T, class KeyFn, class R, class Add>
+auto count_window_incremental(KeyFn key, std::uint64_t size, std::uint64_t slide, R init, Add add) {
+  return count_window_incremental_node<T, KeyFn, R, Add>{std::move(key), size, slide, std::move(init), std::move(add)};
+}
+template <class T, class KeyFn, class TimeFn, class F>
+auto time_window(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide, F f) {
+  return time_window_node<T, KeyFn, TimeFn, F>{std::move(key), std::move(time), size, slide, std::move(f)};
+}
+template <class T, class KeyFn, class TimeFn, class R, class Add>
+auto time_window_incremental(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide, R init, Add add) {
+  return time_window_incremental_node<T, KeyFn, TimeFn, R, Add>{std::move(key), std::move(time), size, slide,
+                                                               std::move(init), std::move(add)};
+}
+
+}  // namespace troupe::stream
