@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <sys/resource.h>
+
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -486,4 +488,67 @@ TEST(stream_metrics, histogram_percentiles_match_known_values) {
   EXPECT_TRUE(within(h.percentile(0.95), 950'000)) << h.percentile(0.95);
   EXPECT_TRUE(within(h.min(), 1000)) << h.min();
   EXPECT_TRUE(within(h.max(), 1'000'000)) << h.max();
+}
+
+// ---------------------------------------------------------------- idle graphs
+
+namespace {
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+}  // namespace
+
+TEST(stream_idle, a_graph_waiting_for_input_sleeps) {
+  for (auto where : {st::placement::pool, st::placement::threads}) {
+    troupe::actor_system sys{troupe::config{}.workers(2).polling_strategy(troupe::polling::moderate)};
+    std::atomic<int> got{0};
+    st::options o;
+    o.placement = where;
+    auto g = troupe::spawn_pattern(
+        sys, troupe::pipeline{st::map([](int x) { return x + 1; }), troupe::farm{st::map([](int x) { return x; }), 2},
+                              st::sink([&](int) { ++got; })},
+        o);
+    for (int i = 0; i < 1000; ++i) sys.send(g, i);
+    while (got.load() < 1000) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(50ms);  // let nodes and workers finish spinning
+    auto cpu0 = cpu_seconds();
+    auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(300ms);
+    auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto used = cpu_seconds() - cpu0;
+    EXPECT_LT(used, 0.1 * wall) << (where == st::placement::pool ? "pool" : "threads") << ": " << used
+                                << " s CPU in " << wall << " s idle";
+    g.close();
+    g.wait();
+  }
+}
+
+TEST(stream_actors, dropping_every_handle_ends_the_input) {
+  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::scoped_actor self{sys};
+  std::atomic<int> got{0};
+  {
+    st::options o;
+    o.notify = self->self();
+    auto g = troupe::spawn_pattern(sys, troupe::pipeline{st::sink([&](int) { ++got; })}, o);
+    for (int i = 0; i < 100; ++i) sys.send(g, i);
+  }
+  std::string error = "not notified";
+  self->receive([&](st::completed& c) { error = c.error; });
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(got.load(), 100);
+}
+
+TEST(stream_actors, system_shutdown_with_an_unfinished_graph_does_not_hang) {
+  std::atomic<int> got{0};
+  {
+    troupe::actor_system sys{troupe::config{}.workers(2)};
+    auto g = troupe::spawn_pattern(sys, troupe::pipeline{st::map([](int x) { return x; }), st::sink([&](int) { ++got; })});
+    for (int i = 0; i < 100; ++i) sys.send(g, i);
+    while (got.load() < 100) std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(got.load(), 100);
 }

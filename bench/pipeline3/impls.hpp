@@ -4,13 +4,17 @@
 // params:
 //   tuples    tuples the source emits (quick 5'000'000, full 20'000'000)
 //   workers   scheduler threads of the actor implementations (2)
-// impls (the typed streaming implementation, `troupe`, comes with the
-// streaming layer):
+// impls:
+//   troupe         troupe's typed streaming layer: three nodes, channels of
+//                  1024 slots, nodes on the actor system's 2 workers
+//   troupe_threads the same graph with each node on its own thread
 //   troupe_actors  troupe event actors; the source sends in chunks of 1000 and
 //                  re-triggers itself (overload control bounds the mailboxes)
 //   caf            CAF 0.17 event-based actors, same structure (unbounded mailboxes)
 //   caf_credit     CAF 0.17 actors with credits: the source keeps at most
 //                  `credit` tuples in flight; the sink acknowledges every `ack` tuples
+//   caf_stream     CAF 0.17's experimental streams (source, stage, sink with
+//                  CAF's credit-based flow control)
 //   threads        three threads, two moodycamel SPSC queues of 1024, busy polling
 // Measured region: from the start signal until the sink has every tuple.
 // Figure: tuples_per_s. Peak RSS matters (CAF's mailboxes are unbounded).
@@ -24,9 +28,12 @@
 
 namespace bench {
 
+sample run_troupe(const params& p);
+sample run_troupe_threads(const params& p);
 sample run_troupe_actors(const params& p);
 sample run_caf(const params& p);
 sample run_caf_credit(const params& p);
+sample run_caf_stream(const params& p);
 sample run_threads(const params& p);
 
 namespace pipeline3 {

@@ -4,9 +4,12 @@ int main(int argc, char** argv) {
   bench::spec s;
   s.name = "pipeline3";
   s.description = "Source -> Forwarder -> Sink, 24-byte tuples at full speed, tuples/s";
-  s.impls = {{"troupe_actors", bench::run_troupe_actors},
+  s.impls = {{"troupe", bench::run_troupe},
+             {"troupe_threads", bench::run_troupe_threads},
+             {"troupe_actors", bench::run_troupe_actors},
              {"caf", bench::run_caf},
              {"caf_credit", bench::run_caf_credit},
+             {"caf_stream", bench::run_caf_stream},
              {"threads", bench::run_threads}};
   s.primary = bench::rate_metric("tuples_per_s", "tuples/s",
                                  [](const bench::params& p) { return static_cast<double>(p.get("tuples")); });

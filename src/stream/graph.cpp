@@ -127,14 +127,6 @@ void runner_base::launch() noexcept {
   else graph_->sys->schedule(this);
 }
 
-bool runner_base::release() noexcept {
-  active_.store(false, std::memory_order_release);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!has_input()) return true;
-  // Input arrived meanwhile: take ourselves back, unless a producer already has.
-  return active_.exchange(true, std::memory_order_acq_rel);
-}
-
 bool runner_base::linger() noexcept {
   // Dedicated threads spin before they sleep; pooled runners only while
   // their worker has nothing else to run.
@@ -254,9 +246,10 @@ void graph_state::runner_finished() noexcept {
 
 graph_metrics graph_state::metrics() const {
   graph_metrics m;
-  for (auto& r : runners) {
-    m.nodes.push_back(r->metrics());
-    r->add_latency(m.latency);
+  // Built back to front: list them front to back.
+  for (auto it = runners.rbegin(); it != runners.rend(); ++it) {
+    m.nodes.push_back((*it)->metrics());
+    (*it)->add_latency(m.latency);
   }
   m.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return m;

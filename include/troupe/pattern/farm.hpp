@@ -78,10 +78,12 @@ class farm {
     const std::size_t n = n_ != 0 ? n_ : b.default_replicas;
     stream::detail::downstream<in_type> d;
     const auto saved = b.settings.replica;
-    for (std::size_t i = 0; i < n; ++i) {
+    // Last replica first: the graph is built back to front, and its metrics
+    // list the runners in reverse build order (front to back).
+    for (std::size_t i = n; i-- > 0;) {
       b.settings.replica = i;
       auto sub = stream::detail::build_stage(b, p_, next);
-      if constexpr (!std::is_void_v<in_type>) d.ports.insert(d.ports.end(), sub.ports.begin(), sub.ports.end());
+      if constexpr (!std::is_void_v<in_type>) d.ports.insert(d.ports.begin(), sub.ports.begin(), sub.ports.end());
     }
     b.settings.replica = saved;
     if constexpr (!std::is_void_v<in_type>) d.set_policy(policy_);

@@ -96,9 +96,20 @@ class runner_base : public troupe::detail::resumable {
   virtual step_result step(std::size_t budget) = 0;
   /// Read-only look at the inputs (atomics only): anything to do?
   virtual bool has_input() const noexcept = 0;
-  /// Clears `active`, fences and re-checks. true: really idle (the runner
-  /// must not be touched any more); false: it holds itself again.
-  bool release() noexcept;
+  /// Clears `active`, fences and re-checks with `ready` (which may read
+  /// atomics and immutable members only). true: really idle (the runner must
+  /// not be touched any more); false: it holds itself again.
+  template <class Ready>
+  bool release_unless(Ready&& ready) noexcept {
+    active_.store(false, std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!ready()) return true;
+    // Ready meanwhile: take ourselves back, unless someone already has.
+    return active_.exchange(true, std::memory_order_acq_rel);
+  }
+  bool release() noexcept {
+    return release_unless([this] { return has_input(); });
+  }
   /// Spins a little while the worker has nothing else to do; true if input came.
   bool linger() noexcept;
   bool cancelled() const noexcept;
@@ -131,8 +142,18 @@ struct channel {
   explicit channel(std::size_t capacity, runner_base* c) : ring{capacity}, consumer{c} {}
   spsc_ring<T> ring;
   runner_base* consumer;
+  runner_base* producer = nullptr;                      // null: an entry actor
   alignas(cache_line) std::atomic<bool> closed{false};  // the producer has ended
+  std::atomic<bool> waiting{false};                     // the producer sleeps until there is room
   std::atomic<bool> drained{false};                     // the consumer has seen the end
+
+  bool has_room() const noexcept { return ring.size() < ring.capacity(); }
+  /// Consumer, after taking elements (and a fence): wakes a producer that
+  /// waits for room.
+  void room_made() noexcept {
+    if (waiting.load(std::memory_order_relaxed) && waiting.exchange(false, std::memory_order_acq_rel) && producer != nullptr)
+      producer->wake();
+  }
 };
 
 /// The input side of a consumer replica: producers connect channels to it.
@@ -176,8 +197,12 @@ struct downstream<void> {};
 template <class T>
 class outlet {
  public:
-  void attach(const downstream<T>& d, std::size_t capacity) {
-    for (auto* p : d.ports) chans_.push_back(p->connect(capacity));
+  /// `self`: the producing runner (null for an entry actor).
+  void attach(const downstream<T>& d, std::size_t capacity, runner_base* self) {
+    for (auto* p : d.ports) {
+      chans_.push_back(p->connect(capacity));
+      chans_.back()->producer = self;
+    }
     kind_ = chans_.size() == 1 && d.kind != route::broadcast ? route::single : d.kind;
     pick_ = d.pick;
     if (chans_.empty()) throw std::logic_error("stream: a stage has no downstream replica");
@@ -256,6 +281,26 @@ class outlet {
   }
 
   bool blocked() const noexcept { return !overflow_.empty(); }
+
+  /// Blocked: asks the consumer(s) of the oldest parked element to wake the
+  /// producer when they make room. Returns what to re-check after release:
+  /// the one channel, or null for "any channel" (round robin and random).
+  channel<T>* wait_for_room() noexcept {
+    const auto i = overflow_.front().first;
+    if (i != npos) {
+      chans_[i]->waiting.store(true, std::memory_order_relaxed);
+      return chans_[i];
+    }
+    for (auto* c : chans_) c->waiting.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
+  /// Atomics and the immutable channel list only: safe after release.
+  bool has_room(const channel<T>* c) const noexcept {
+    if (c != nullptr) return c->has_room();
+    for (auto* x : chans_)
+      if (x->has_room()) return true;
+    return false;
+  }
 
   /// Moves parked elements into their channels; true when none is left.
   bool flush() {
@@ -348,6 +393,8 @@ template <>
 class outlet<void> {
  public:
   bool blocked() const noexcept { return false; }
+  channel<int>* wait_for_room() noexcept { return nullptr; }
+  bool has_room(const channel<int>*) const noexcept { return true; }
   bool flush() noexcept { return true; }
   void sweep() noexcept {}
   void close() noexcept {}

@@ -279,7 +279,7 @@ stream::graph spawn_pattern(actor_system& sys, P pattern, stream::options opts =
   if constexpr (!std::is_void_v<In>) {
     auto es = std::make_shared<sd::entry_state<In>>();
     es->graph = st;
-    es->out.attach(first, o.capacity);
+    es->out.attach(first, o.capacity, nullptr);
     entry = sys.spawn([es](event_actor&) {
       return behavior{[es](In& v) { es->push(std::move(v)); }, [es](stream::end_of_stream) { es->close(); }};
     });

@@ -60,7 +60,7 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
   template <class T = Out>
     requires(!std::is_void_v<T>)
   void attach(const downstream<T>& d, std::size_t capacity) {
-    out_.attach(d, capacity);
+    out_.attach(d, capacity, this);
     static_cast<emitter<Out>&>(node_).out_ = &out_;
   }
 
@@ -110,15 +110,28 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
     }
   }
 
-  step_result blocked(std::uint64_t in) noexcept {
+  // End of a batch: counters, and wake whoever waits on us (consumers with
+  // data, producers with room). Both checks follow a fence.
+  void batch_done(std::uint64_t in) noexcept {
     publish(in, out_.take_sent());
     out_.sweep();
+    if constexpr (!is_source) {
+      if constexpr (std::is_void_v<Out>) std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (in != 0)
+        for (auto& c : this->inputs_) c->room_made();
+    }
+  }
+
+  // An output channel is full: sleep until its consumer makes room.
+  step_result blocked(std::uint64_t in) noexcept {
+    batch_done(in);
+    auto* c = out_.wait_for_room();
+    if (release_unless([this, c] { return out_.has_room(c) || cancelled(); })) return step_result::idle;
     return step_result::blocked;
   }
 
   step_result more(std::uint64_t in) noexcept {
-    publish(in, out_.take_sent());
-    out_.sweep();
+    batch_done(in);
     return step_result::more;
   }
 
@@ -189,8 +202,7 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
         else ++open;
       }
       if (open == 0) return stop(in);
-      publish(in, out_.take_sent());
-      out_.sweep();
+      batch_done(in);
       if (linger()) return step_result::more;
       return release() ? step_result::idle : step_result::more;
     }

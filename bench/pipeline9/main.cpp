@@ -1,0 +1,16 @@
+#include "impls.hpp"
+
+int main(int argc, char** argv) {
+  bench::spec s;
+  s.name = "pipeline9";
+  s.description = "Source -> 7 Forwarders -> Sink, 24-byte tuples at full speed, tuples/s";
+  s.impls = {{"troupe", bench::run_troupe}, {"caf", bench::run_caf}, {"threads", bench::run_threads}};
+  s.primary = bench::rate_metric("tuples_per_s", "tuples/s",
+                                 [](const bench::params& p) { return static_cast<double>(p.get("tuples")); });
+  s.variants = [](bool full) {
+    return std::vector<bench::variant>{
+        {"9 stages, 2 workers", {{"tuples", full ? 20'000'000 : 5'000'000}, {"workers", 2}}}};
+  };
+  s.default_runs = 3;
+  return bench::run_main(argc, argv, s);
+}
