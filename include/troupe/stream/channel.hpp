@@ -128,6 +128,7 @@ class runner_base : public troupe::detail::resumable {
   void launch() noexcept;
 
   alignas(cache_line) std::atomic<bool> active_{false};
+  std::atomic<std::uint32_t> wakeups_{0};  // dedicated threads sleep on it (a futex word)
   alignas(cache_line) std::atomic<std::uint64_t> items_in_{0};
   std::atomic<std::uint64_t> items_out_{0};
   std::string name_;
@@ -148,11 +149,15 @@ struct channel {
   std::atomic<bool> drained{false};                     // the consumer has seen the end
 
   bool has_room() const noexcept { return ring.size() < ring.capacity(); }
-  /// Consumer, after taking elements (and a fence): wakes a producer that
-  /// waits for room.
+  /// Consumer, after taking elements: wakes a producer that waits for room.
+  /// Only the producer clears `waiting` (once it has flushed): a wake that
+  /// finds it still running must not use the flag up. The fence pairs with
+  /// the one in the producer's release: either it sees the room we made, or
+  /// we see it has gone idle.
   void room_made() noexcept {
-    if (waiting.load(std::memory_order_relaxed) && waiting.exchange(false, std::memory_order_acq_rel) && producer != nullptr)
-      producer->wake();
+    if (!waiting.load(std::memory_order_relaxed)) return;  // a missed flag is caught at the next batch end
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (producer != nullptr) producer->wake();
   }
 };
 
@@ -210,6 +215,16 @@ class outlet {
 
   /// Pushes `v` (or parks it when its channel is full). Order per channel is kept.
   void send(T&& v) {
+    // The common case inline: one channel, nothing parked, room.
+    if (kind_ == route::single && overflow_.empty() && chans_[0]->ring.try_push(std::move(v))) {
+      ++sent_;
+      notify(0);
+      return;
+    }
+    send_slow(std::move(v));
+  }
+
+  [[gnu::noinline]] void send_slow(T&& v) {
     ++sent_;
     if (!overflow_.empty()) return park(npos_for(v), std::move(v));
     switch (kind_) {
@@ -286,6 +301,7 @@ class outlet {
   /// producer when they make room. Returns what to re-check after release:
   /// the one channel, or null for "any channel" (round robin and random).
   channel<T>* wait_for_room() noexcept {
+    waiting_ = true;
     const auto i = overflow_.front().first;
     if (i != npos) {
       chans_[i]->waiting.store(true, std::memory_order_relaxed);
@@ -322,7 +338,12 @@ class outlet {
       }
     }
     overflow_.erase(overflow_.begin(), overflow_.begin() + static_cast<std::ptrdiff_t>(done));
-    return overflow_.empty();
+    if (!overflow_.empty()) return false;
+    if (waiting_) {
+      waiting_ = false;
+      for (auto* c : chans_) c->waiting.store(false, std::memory_order_relaxed);
+    }
+    return true;
   }
 
   /// Wakes every consumer that has elements but is idle; see the file comment.
@@ -385,6 +406,7 @@ class outlet {
   std::size_t rr_ = 0;
   std::minstd_rand rng_{std::random_device{}()};
   std::vector<std::pair<std::size_t, T>> overflow_;
+  bool waiting_ = false;  // some channel's `waiting` flag is ours to clear
   std::uint64_t sent_ = 0;
 };
 

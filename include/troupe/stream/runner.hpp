@@ -1,6 +1,7 @@
 // runner.hpp: one replica of a node at work (see channel.hpp for the protocol).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -174,36 +175,46 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
         bool any = false;
         for (std::size_t k = 0; k < n; ++k) {
           auto& ring = inputs[cursor_]->ring;
-          for (std::size_t j = 0; j < chunk; ++j) {
-            In* v = ring.front();
-            if (v == nullptr) break;
-            any = true;
-            ++in;
+          bool failed = false;
+          const auto got = ring.consume(std::min(chunk, batch_ - in), [&](In& v) noexcept {
             if constexpr (measures_latency) {
               if (++sampled_ == sample_every_) {
                 sampled_ = 0;
-                latency_->record(stream::now() - static_cast<std::uint64_t>(v->stamp));
+                latency_->record(stream::now() - static_cast<std::uint64_t>(v.stamp));
               }
             }
-            if (!guard([&] { node_.consume(*v); })) return end(false);
-            ring.pop();
-            if (out_.blocked()) return blocked(in);
-            if (in == batch_) return more(in);
-          }
+            if (!guard([&] { node_.consume(v); })) {
+              failed = true;
+              return false;
+            }
+            return !out_.blocked();
+          });
+          in += got;
+          if (got != 0) any = true;
+          if (failed) return end(false);
+          if (out_.blocked()) return blocked(in);
+          if (in == batch_) return more(in);
           if (++cursor_ == n) cursor_ = 0;
         }
-        if (!any) break;
+        if (any) continue;
+        // Nothing queued: has every input ended?
+        std::size_t open = 0;
+        for (auto& c : inputs) {
+          if (c->drained.load(std::memory_order_relaxed)) continue;
+          if (c->closed.load(std::memory_order_acquire) && c->ring.empty()) c->drained.store(true, std::memory_order_relaxed);
+          else ++open;
+        }
+        if (open == 0) return stop(in);
+        // Wait a little for more before ending the batch: when producer and
+        // consumer run neck and neck, this keeps the per-batch fences off the
+        // per-element path. Producers sleeping for room are woken first (the
+        // fenced check follows in batch_done if the wait ends empty).
+        if (in != 0)
+          for (auto& c : inputs) c->room_made();
+        if (!linger()) break;
+        if (cancelled()) return end(false);
       }
-      // Nothing queued: has any input ended?
-      std::size_t open = 0;
-      for (auto& c : inputs) {
-        if (c->drained.load(std::memory_order_relaxed)) continue;
-        if (c->closed.load(std::memory_order_acquire) && c->ring.empty()) c->drained.store(true, std::memory_order_relaxed);
-        else ++open;
-      }
-      if (open == 0) return stop(in);
       batch_done(in);
-      if (linger()) return step_result::more;
       return release() ? step_result::idle : step_result::more;
     }
     return step_result::more;

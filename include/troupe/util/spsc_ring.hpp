@@ -75,6 +75,30 @@ class spsc_ring {
     return true;
   }
 
+  /// Consumer. Calls f(T&) on up to `max` values in order, oldest first,
+  /// until f returns false; every value f was called with is then destroyed.
+  /// One index store frees all their slots. Returns how many f saw. f must
+  /// not throw.
+  template <class F>
+  std::size_t consume(std::size_t max, F&& f) noexcept {
+    const auto h = head_.load(std::memory_order_relaxed);
+    if (h == cached_tail_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h == cached_tail_) return 0;
+    }
+    const std::size_t n = cached_tail_ - h < max ? cached_tail_ - h : max;
+    std::size_t i = 0;
+    while (i < n) {
+      T* v = std::launder(reinterpret_cast<T*>(slots_[(h + i) & mask_].bytes));
+      const bool go = f(*v);
+      v->~T();
+      ++i;
+      if (!go) break;
+    }
+    head_.store(h + i, std::memory_order_release);
+    return i;
+  }
+
   /// Either side; a snapshot.
   std::size_t size() const noexcept {
     return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
