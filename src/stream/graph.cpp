@@ -135,18 +135,19 @@ void runner_base::launch() noexcept {
   else graph_->sys->schedule(this);
 }
 
-bool runner_base::linger() noexcept {
+bool runner_base::linger(bool for_room) noexcept {
   // Waiting a little is cheaper than sleeping and being woken (a futex call
   // on each side, or a trip through the scheduler's queues) when input comes
   // back within microseconds, as it does in a busy graph. Dedicated threads
-  // spin, then yield, for up to ~50 us before they sleep; pooled runners only
-  // while their worker has nothing else to run.
+  // spin, then yield, for up to ~50 us before they sleep; pooled runners spin
+  // 256 times at most, and only while their worker has nothing else to run.
   constexpr auto limit = std::chrono::microseconds{50};
   std::chrono::steady_clock::time_point until{};
   for (unsigned i = 0;; ++i) {
-    if (has_input()) return true;
-    if ((i & 31) == 31) {
-      if (!settings_.dedicated && !troupe::detail::worker_is_free()) return false;
+    if (!settings_.dedicated && (i & 31) == 0 && (i >= 256 || !troupe::detail::worker_is_free())) return false;
+    if (for_room ? room_ready() : has_input()) return true;
+    if (for_room && cancelled()) return true;
+    if (settings_.dedicated && (i & 31) == 31) {
       const auto now = std::chrono::steady_clock::now();
       if (until == std::chrono::steady_clock::time_point{}) until = now + limit;
       else if (now >= until) return false;
@@ -155,6 +156,8 @@ bool runner_base::linger() noexcept {
     cpu_relax();
   }
 }
+
+bool runner_base::may_poll() const noexcept { return !settings_.dedicated && troupe::detail::worker_is_free(); }
 
 bool runner_base::cancelled() const noexcept { return graph_->cancelled.load(std::memory_order_acquire); }
 

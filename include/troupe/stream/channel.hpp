@@ -110,8 +110,12 @@ class runner_base : public troupe::detail::resumable {
   bool release() noexcept {
     return release_unless([this] { return has_input(); });
   }
-  /// Spins a little while the worker has nothing else to do; true if input came.
-  bool linger() noexcept;
+  /// Spins a little while the worker has nothing else to do; true if input
+  /// came (for_room: if the blocked output has room again).
+  bool linger(bool for_room = false) noexcept;
+  virtual bool room_ready() const noexcept { return true; }
+  /// Pooled, and the worker has nothing else queued.
+  bool may_poll() const noexcept;
   bool cancelled() const noexcept;
   /// Records an exception and cancels the graph.
   void fail(std::exception_ptr e) noexcept;
@@ -300,6 +304,10 @@ class outlet {
   /// Blocked: asks the consumer(s) of the oldest parked element to wake the
   /// producer when they make room. Returns what to re-check after release:
   /// the one channel, or null for "any channel" (round robin and random).
+  channel<T>* blocked_on() const noexcept {
+    const auto i = overflow_.front().first;
+    return i != npos ? chans_[i] : nullptr;
+  }
   channel<T>* wait_for_room() noexcept {
     waiting_ = true;
     const auto i = overflow_.front().first;
@@ -416,6 +424,7 @@ class outlet<void> {
  public:
   bool blocked() const noexcept { return false; }
   channel<int>* wait_for_room() noexcept { return nullptr; }
+  channel<int>* blocked_on() const noexcept { return nullptr; }
   bool has_room(const channel<int>*) const noexcept { return true; }
   bool flush() noexcept { return true; }
   void sweep() noexcept {}

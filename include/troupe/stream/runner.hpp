@@ -71,6 +71,7 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
       for (auto& c : this->inputs_) n += c->ring.size();
     return n;
   }
+  bool room_ready() const noexcept override { return out_.has_room(blocked_on_); }
   void add_latency(latency_histogram& h) const noexcept override {
     if (latency_) h.merge(*latency_);
   }
@@ -117,15 +118,22 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
     publish(in, out_.take_sent());
     out_.sweep();
     if constexpr (!is_source) {
-      if constexpr (std::is_void_v<Out>) std::atomic_thread_fence(std::memory_order_seq_cst);
-      if (in != 0)
+      if (in != 0) {  // we made room: does a producer wait for it?
+        if constexpr (std::is_void_v<Out>) std::atomic_thread_fence(std::memory_order_seq_cst);
         for (auto& c : this->inputs_) c->room_made();
+      }
     }
   }
 
   // An output channel is full: sleep until its consumer makes room.
   step_result blocked(std::uint64_t in) noexcept {
     batch_done(in);
+    blocked_on_ = out_.blocked_on();
+    if (linger(true)) return step_result::blocked;  // room again: retry soon
+    // A pooled runner whose worker has nothing else to do polls through the
+    // scheduler (cheaper than a sleep and a wake-up per refill); otherwise
+    // it sleeps until its consumer makes room.
+    if (may_poll()) return step_result::blocked;
     auto* c = out_.wait_for_room();
     if (release_unless([this, c] { return out_.has_room(c) || cancelled(); })) return step_result::idle;
     return step_result::blocked;
@@ -209,18 +217,23 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
         // consumer run neck and neck, this keeps the per-batch fences off the
         // per-element path. Producers sleeping for room are woken first (the
         // fenced check follows in batch_done if the wait ends empty).
+        // Pooled runners end the activation instead (below), so that the
+        // runners sharing their worker get their turn.
+        if (!this->settings_.dedicated) break;
         if (in != 0)
           for (auto& c : inputs) c->room_made();
         if (!linger()) break;
         if (cancelled()) return end(false);
       }
       batch_done(in);
+      if (!this->settings_.dedicated && linger()) return step_result::more;
       return release() ? step_result::idle : step_result::more;
     }
     return step_result::more;
   }
 
   N node_;
+  decltype(std::declval<outlet<Out>&>().blocked_on()) blocked_on_ = nullptr;
   std::size_t batch_;
   std::size_t sample_every_;
   std::size_t sampled_ = 0;
