@@ -157,6 +157,10 @@ bool runner_base::linger(bool for_room) noexcept {
   }
 }
 
+void runner_base::enter_release() noexcept { graph_->releasing.fetch_add(1, std::memory_order_relaxed); }
+// The last touch of the graph by a runner that may have gone idle.
+void runner_base::leave_release() noexcept { graph_->releasing.fetch_sub(1, std::memory_order_release); }
+
 bool runner_base::may_poll() const noexcept { return !settings_.dedicated && troupe::detail::worker_is_free(); }
 
 bool runner_base::cancelled() const noexcept { return graph_->cancelled.load(std::memory_order_acquire); }
@@ -179,6 +183,9 @@ node_metrics runner_base::metrics() const {
 // ------------------------------------------------------------- graph_state
 
 graph_state::~graph_state() {
+  // A runner that went idle just before the graph finished may still be
+  // looking at its channels (a few instructions).
+  while (releasing.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   for (auto& t : threads) {
     if (!t.joinable()) continue;
     if (t.get_id() == std::this_thread::get_id()) t.detach();

@@ -101,11 +101,16 @@ class runner_base : public troupe::detail::resumable {
   /// not be touched any more); false: it holds itself again.
   template <class Ready>
   bool release_unless(Ready&& ready) noexcept {
+    // Once `active_` is clear another thread may run this runner, finish the
+    // graph and free it while we still look at the channels: the graph waits
+    // for releases in progress before it goes.
+    enter_release();
     active_.store(false, std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!ready()) return true;
     // Ready meanwhile: take ourselves back, unless someone already has.
-    return active_.exchange(true, std::memory_order_acq_rel);
+    const bool idle = !ready() || active_.exchange(true, std::memory_order_acq_rel);
+    leave_release();
+    return idle;
   }
   bool release() noexcept {
     return release_unless([this] { return has_input(); });
@@ -116,6 +121,8 @@ class runner_base : public troupe::detail::resumable {
   virtual bool room_ready() const noexcept { return true; }
   /// Pooled, and the worker has nothing else queued.
   bool may_poll() const noexcept;
+  void enter_release() noexcept;
+  void leave_release() noexcept;
   bool cancelled() const noexcept;
   /// Records an exception and cancels the graph.
   void fail(std::exception_ptr e) noexcept;

@@ -124,6 +124,7 @@ struct graph_state {
   std::atomic<std::size_t> remaining{0};
   std::atomic<bool> cancelled{false};
   std::atomic<std::uint32_t> done{0};
+  std::atomic<std::uint32_t> releasing{0};  // runners between clearing `active` and their last look
   std::mutex mtx;
   std::exception_ptr error;
   std::shared_ptr<graph_state> self;  // keeps the graph alive while a runner runs
