@@ -133,13 +133,18 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
     // A pooled runner whose worker has nothing else to do polls through the
     // scheduler (cheaper than a sleep and a wake-up per refill); otherwise
     // it sleeps until its consumer makes room.
-    if (may_poll()) return step_result::blocked;
+    // Polling is bounded: a runner blocked for long (a slow consumer) sleeps.
+    if (blocked_polls_ < max_blocked_polls && may_poll()) {
+      ++blocked_polls_;
+      return step_result::blocked;
+    }
     auto* c = out_.wait_for_room();
     if (release_unless([this, c] { return out_.has_room(c) || cancelled(); })) return step_result::idle;
     return step_result::blocked;
   }
 
   step_result more(std::uint64_t in) noexcept {
+    blocked_polls_ = 0;
     batch_done(in);
     return step_result::more;
   }
@@ -235,6 +240,8 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
   N node_;
   decltype(std::declval<outlet<Out>&>().blocked_on()) blocked_on_ = nullptr;
   std::size_t batch_;
+  static constexpr unsigned max_blocked_polls = 256;  // polls since the last full batch
+  unsigned blocked_polls_ = 0;
   std::size_t sample_every_;
   std::size_t sampled_ = 0;
   std::unique_ptr<latency_histogram> latency_;
