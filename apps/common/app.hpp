@@ -1,0 +1,133 @@
+// app.hpp: what the four streaming applications share: a source that replays
+// an in-memory input, the end-of-run report and the sink's output file.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <troupe/troupe.hpp>
+
+#include "cli.hpp"
+
+namespace troupe_apps {
+
+/// Replays `data` (parsed at load time) cyclically, stamping each tuple with
+/// its emission time: for `passes` passes, or until `duration` seconds have
+/// passed, whichever the flags ask for; at `rate` tuples per second, or at
+/// full speed. Each replica replays the whole input.
+template <class T>
+class replay_source : public troupe::stream::node<void, T> {
+ public:
+  static constexpr const char* kind = "source";
+  replay_source(std::shared_ptr<const std::vector<T>> data, const cli& c)
+      : data_{std::move(data)}, duration_ns_{static_cast<std::uint64_t>(c.duration * 1e9)}, rate_{c.rate}, passes_{c.passes} {}
+
+  void on_start() { start_ = troupe::stream::now(); }
+
+  bool produce() {
+    const auto n = data_->size();
+    if (passes_ != 0 && sent_ == passes_ * n) return false;
+    if ((sent_ & 63) == 0 || rate_ > 0) {
+      const auto t = troupe::stream::now();
+      if (duration_ns_ != 0 && t - start_ >= duration_ns_) return false;
+      // Paced: not yet time for the next tuple (the runner comes back soon).
+      if (rate_ > 0 && static_cast<double>(t - start_) < static_cast<double>(sent_) * 1e9 / rate_) return true;
+    }
+    T v = (*data_)[pos_];
+    if (++pos_ == n) pos_ = 0;
+    ++sent_;
+    v.stamp = troupe::stream::now();
+    this->send_next(std::move(v));
+    return true;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<T>> data_;
+  std::uint64_t duration_ns_;
+  double rate_;
+  std::uint64_t passes_;
+  std::uint64_t start_ = 0, sent_ = 0;
+  std::size_t pos_ = 0;
+};
+
+/// Lines written by the sink replicas (one at a time) to --output.
+class output_file {
+ public:
+  explicit output_file(const std::string& path);
+  bool enabled() const noexcept { return static_cast<bool>(out_); }
+  void line(const std::string& s);
+  std::ofstream& stream() { return *out_; }
+
+ private:
+  std::mutex mtx_;
+  std::unique_ptr<std::ofstream> out_;
+};
+
+/// The figures of a finished run.
+struct run_result {
+  std::string app;
+  double elapsed_s = 0;
+  std::uint64_t source_tuples = 0;
+  std::uint64_t sink_tuples = 0;
+  std::uint64_t malformed = 0;  // input lines skipped at load time
+  troupe::stream::latency_histogram latency;
+  std::vector<std::size_t> parallelism;
+
+  double source_rate() const { return elapsed_s > 0 ? static_cast<double>(source_tuples) / elapsed_s : 0; }
+  double sink_rate() const { return elapsed_s > 0 ? static_cast<double>(sink_tuples) / elapsed_s : 0; }
+  /// source/sink throughput and latency percentiles (us), one paragraph.
+  void print(std::ostream& out) const;
+  std::string to_json() const;
+};
+
+/// Collects the figures of a finished graph: sources are the nodes of kind
+/// "source", sinks those of kind "sink".
+run_result collect(const std::string& app, const troupe::stream::graph& g, std::uint64_t malformed,
+                   std::vector<std::size_t> parallelism, double elapsed_s);
+
+/// The body of every main(): parses the flags, runs `run(cli)`, prints and
+/// writes the results; bad flags and unreadable input end with a message and
+/// exit status 2.
+template <class Run>
+int main_of(const std::string& program, const std::vector<std::string>& operators, const std::string& default_input,
+            int argc, char** argv, Run run);
+int fail(const std::string& program, const std::string& message, bool show_usage,
+         const std::vector<std::string>& operators);
+
+template <class Run>
+int main_of(const std::string& program, const std::vector<std::string>& operators, const std::string& default_input,
+            int argc, char** argv, Run run) {
+  cli c;
+  try {
+    c = cli::parse(argc, argv, operators, default_input);
+  } catch (const usage_error& e) {
+    return fail(program, e.what(), true, operators);
+  }
+  if (c.help) {
+    std::fputs(cli::usage(program, operators).c_str(), stdout);
+    return 0;
+  }
+  try {
+    run_result r = run(c);
+    r.print(std::cout);
+    if (!c.json.empty()) {
+      std::ofstream f{c.json};
+      f << r.to_json() << '\n';
+      if (!f) return fail(program, "cannot write " + c.json, false, operators);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(program, e.what(), false, operators);
+  }
+}
+
+}  // namespace troupe_apps

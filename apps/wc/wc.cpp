@@ -1,0 +1,89 @@
+#include "wc.hpp"
+
+#include <unordered_map>
+
+namespace troupe_apps::wc {
+
+namespace {
+
+namespace st = troupe::stream;
+
+struct splitter : st::node<line, word> {
+  static constexpr const char* kind = "splitter";
+  void consume(line& l) {
+    const std::string& s = l.text;
+    std::size_t from = 0;
+    while (from <= s.size()) {
+      std::size_t to = s.find(' ', from);
+      if (to == std::string::npos) to = s.size();
+      if (to > from) send_next(word{s.substr(from, to - from), l.stamp});
+      from = to + 1;
+    }
+  }
+};
+
+// Final counts of every replica, merged when each replica stops.
+struct totals {
+  std::mutex mtx;
+  std::map<std::string, std::uint64_t> counts;
+};
+
+struct counter : st::node<word, count> {
+  static constexpr const char* kind = "counter";
+  std::shared_ptr<totals> all;
+  std::unordered_map<std::string, std::uint64_t> counts;
+  void consume(word& w) {
+    auto n = ++counts[w.text];
+    send_next(count{std::move(w.text), n, w.stamp});
+  }
+  void on_stop() {
+    std::lock_guard<std::mutex> guard{all->mtx};
+    for (auto& [k, v] : counts) all->counts[k] += v;
+  }
+};
+
+struct sink : st::node<count, void> {
+  static constexpr const char* kind = "sink";
+  output_file* out = nullptr;
+  void consume(const count& c) {
+    if (out->enabled()) out->line(c.word + ' ' + std::to_string(c.n));
+  }
+};
+
+}  // namespace
+
+outcome run(troupe::actor_system& sys, const cli& c) {
+  auto lines = read_lines(c.input);
+  auto data = std::make_shared<std::vector<line>>();
+  for (auto& l : lines) data->push_back(line{std::move(l), 0});
+  output_file out{c.output};
+  auto all = std::make_shared<totals>();
+  counter count_proto;
+  count_proto.all = all;
+  sink sink_proto;
+  sink_proto.out = &out;
+
+  st::options o;
+  o.batch = c.batch;
+  o.latency_sample = 1;
+  const auto start = std::chrono::steady_clock::now();
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{troupe::farm{replay_source<line>{data, c}, c.replicas(0)}, troupe::farm{splitter{}, c.replicas(1)},
+                       troupe::farm{count_proto, c.replicas(2), troupe::by_key{[](const word& w) { return w.text; }}},
+                       troupe::farm{sink_proto, c.replicas(3)}},
+      o);
+  g.wait();
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<std::size_t> par;
+  for (std::size_t i = 0; i < operators.size(); ++i) par.push_back(c.replicas(i));
+  outcome r{collect("wc", g, 0, par, elapsed), {}};
+  r.final_counts = std::move(all->counts);
+  if (out.enabled()) {
+    out.line("# final counts");
+    for (auto& [w, n] : r.final_counts) out.line(w + ' ' + std::to_string(n));
+  }
+  return r;
+}
+
+}  // namespace troupe_apps::wc
