@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -106,4 +107,52 @@ TEST(apps_wc, counts_equal_a_sequential_reference) {
     EXPECT_EQ(lines, r.result.sink_tuples);
     EXPECT_EQ(finals, want.size());
   }
+}
+
+// ---------------------------------------------------------------- fraud detection
+
+#include "fd/fd.hpp"
+
+TEST(apps_fd, outliers_equal_a_sequential_reference) {
+  const auto m = troupe_apps::fd::model::load(TROUPE_APPS_DATA "/fd_model.txt");
+  auto lines = troupe_apps::fd::generate(5000, 40, m, 7);
+  lines.insert(lines.begin() + 10, "bad line");
+  lines.insert(lines.begin() + 20, "ABC,123,LNL");  // short transaction id
+  lines.insert(lines.begin() + 30, "ABC,123456789012,XYZ");  // unknown state
+  std::string text;
+  for (auto& l : lines) text += l + '\n';
+  const auto path = write_file("fd_input.txt", text);
+
+  // Reference: per customer, the last 5 states, in input order.
+  std::set<std::string> want;
+  std::map<std::string, std::vector<int>> hist;
+  for (auto& l : lines) {
+    std::stringstream in{l};
+    std::string cust, id, state;
+    std::getline(in, cust, ',');
+    std::getline(in, id, ',');
+    std::getline(in, state);
+    const int s = m.index(state);
+    if (cust.size() != 3 || id.size() != 12 || s < 0) continue;
+    auto& h = hist[cust];
+    h.push_back(s);
+    if (h.size() < 5) continue;
+    double miss = 0;
+    for (std::size_t i = h.size() - 4; i < h.size(); ++i) miss += 1.0 - m.p[h[i - 1]][h[i]];
+    if (miss / 4 > 0.96) want.insert(id);
+  }
+  ASSERT_FALSE(want.empty());
+  for (std::string par : {"1,1,1", "1,3,2"}) {
+    SCOPED_TRACE(par);
+    troupe::actor_system sys{troupe::config{}.workers(2)};
+    std::vector<std::string> v{"prog", "--input", path, "--passes", "1", "--parallelism", par};
+    auto a = args(v);
+    auto c = troupe_apps::cli::parse(static_cast<int>(a.size()), a.data(), troupe_apps::fd::operators, "",
+                                     {{"model", TROUPE_APPS_DATA "/fd_model.txt"}});
+    auto r = troupe_apps::fd::run(sys, c);
+    EXPECT_EQ(r.outliers, want);
+    EXPECT_EQ(r.result.malformed, 3u);
+    EXPECT_EQ(r.result.source_tuples, 5000u);
+  }
+  EXPECT_THROW(troupe_apps::fd::model::load(path), std::runtime_error);  // not a model
 }

@@ -81,6 +81,7 @@ struct run_result {
   std::uint64_t malformed = 0;  // input lines skipped at load time
   troupe::stream::latency_histogram latency;
   std::vector<std::size_t> parallelism;
+  bool report = true;  // false: nothing ran (a generator mode), print nothing
 
   double source_rate() const { return elapsed_s > 0 ? static_cast<double>(source_tuples) / elapsed_s : 0; }
   double sink_rate() const { return elapsed_s > 0 ? static_cast<double>(sink_tuples) / elapsed_s : 0; }
@@ -99,16 +100,16 @@ run_result collect(const std::string& app, const troupe::stream::graph& g, std::
 /// exit status 2.
 template <class Run>
 int main_of(const std::string& program, const std::vector<std::string>& operators, const std::string& default_input,
-            int argc, char** argv, Run run);
+            int argc, char** argv, Run run, const std::map<std::string, std::string>& extra = {});
 int fail(const std::string& program, const std::string& message, bool show_usage,
          const std::vector<std::string>& operators);
 
 template <class Run>
 int main_of(const std::string& program, const std::vector<std::string>& operators, const std::string& default_input,
-            int argc, char** argv, Run run) {
+            int argc, char** argv, Run run, const std::map<std::string, std::string>& extra) {
   cli c;
   try {
-    c = cli::parse(argc, argv, operators, default_input);
+    c = cli::parse(argc, argv, operators, default_input, extra);
   } catch (const usage_error& e) {
     return fail(program, e.what(), true, operators);
   }
@@ -118,6 +119,7 @@ int main_of(const std::string& program, const std::vector<std::string>& operator
   }
   try {
     run_result r = run(c);
+    if (!r.report) return 0;
     r.print(std::cout);
     if (!c.json.empty()) {
       std::ofstream f{c.json};

@@ -52,9 +52,11 @@ std::string cli::usage(const std::string& program, const std::vector<std::string
   return o.str();
 }
 
-cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators, std::string default_input) {
+cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators, std::string default_input,
+               const std::map<std::string, std::string>& extra) {
   cli c;
   c.input = std::move(default_input);
+  c.extra = extra;
   bool duration_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -91,6 +93,8 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
       if (c.parallelism.size() != operators.size())
         throw usage_error("--parallelism: expected " + std::to_string(operators.size()) + " numbers (one per operator), got '" +
                           value + "'");
+    } else if (auto it = c.extra.find(flag.substr(2)); it != c.extra.end()) {
+      it->second = value;
     } else {
       throw usage_error("unknown flag '" + flag + "'");
     }

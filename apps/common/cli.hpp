@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,10 +35,13 @@ struct cli {
   std::uint64_t passes = 0;      // 0 = replay until the duration is over
   std::string output;
   bool help = false;
+  std::map<std::string, std::string> extra;  // the application's own flags (without "--")
 
   /// `operators`: the names of the graph's operators, in order (for
   /// --parallelism and the usage text); `default_input`: used without --input.
-  static cli parse(int argc, char** argv, const std::vector<std::string>& operators, std::string default_input);
+  /// `extra`: the application's own flags (name without "--", and a default).
+  static cli parse(int argc, char** argv, const std::vector<std::string>& operators, std::string default_input,
+                   const std::map<std::string, std::string>& extra = {});
   /// Replicas of operator i (1 when --parallelism was not given).
   std::size_t replicas(std::size_t i) const { return parallelism.empty() ? 1 : parallelism.at(i); }
   static std::string usage(const std::string& program, const std::vector<std::string>& operators);
