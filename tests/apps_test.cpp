@@ -2,6 +2,7 @@
 // (--passes), against independent sequential references; and their flags.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -155,4 +156,55 @@ TEST(apps_fd, outliers_equal_a_sequential_reference) {
     EXPECT_EQ(r.result.source_tuples, 5000u);
   }
   EXPECT_THROW(troupe_apps::fd::model::load(path), std::runtime_error);  // not a model
+}
+
+// ---------------------------------------------------------------- spike detection
+
+#include "sd/sd.hpp"
+
+TEST(apps_sd, spikes_equal_a_sequential_reference) {
+  auto lines = troupe_apps::sd::generate(20'000, 52, 11);
+  lines.insert(lines.begin() + 5, "2004-03-01 00:00:00.0 17 3 not-a-number 1 2 3");
+  lines.insert(lines.begin() + 50, "too few fields");
+  std::string text;
+  for (auto& l : lines) text += l + '\n';
+  const auto path = write_file("sd_input.txt", text);
+  constexpr std::size_t window = 50;
+  constexpr double threshold = 0.025;
+  // Reference: per device, the mean of its last `window` temperatures.
+  std::set<std::pair<int, std::uint64_t>> want;
+  std::map<int, std::vector<double>> seen;
+  for (auto& l : lines) {
+    std::istringstream in{l};
+    std::string date, time, epoch, device, temp, h, li, v;
+    if (!(in >> date >> time >> epoch >> device >> temp >> h >> li >> v)) continue;
+    double t = 0;
+    try {
+      std::size_t used = 0;
+      t = std::stod(temp, &used);
+      if (used != temp.size()) continue;
+    } catch (const std::exception&) {
+      continue;
+    }
+    auto& s = seen[std::stoi(device)];
+    s.push_back(t);
+    const std::size_t from = s.size() > window ? s.size() - window : 0;
+    double sum = 0;
+    for (std::size_t i = from; i < s.size(); ++i) sum += s[i];
+    const double mean = sum / static_cast<double>(s.size() - from);
+    if (std::abs(t - mean) > threshold * mean) want.emplace(std::stoi(device), std::stoull(epoch));
+  }
+  ASSERT_FALSE(want.empty());
+  for (std::string par : {"1,1,1,1", "1,3,2,2"}) {
+    SCOPED_TRACE(par);
+    troupe::actor_system sys{troupe::config{}.workers(2)};
+    std::vector<std::string> v{"prog", "--input", path, "--passes", "1", "--parallelism", par, "--window", "50"};
+    auto a = args(v);
+    auto c = troupe_apps::cli::parse(static_cast<int>(a.size()), a.data(), troupe_apps::sd::operators, "",
+                                     {{"window", "1000"}, {"threshold", "0.025"}});
+    auto r = troupe_apps::sd::run(sys, c);
+    EXPECT_EQ(r.spikes, want);
+    EXPECT_EQ(r.result.malformed, 2u);
+    EXPECT_EQ(r.result.sink_tuples, want.size());
+  }
 }
