@@ -239,9 +239,10 @@ void measure(caf::scoped_actor& self, const caf::actor& src, const results& res,
   bench::check_eq("source tuples left in the first operator's mailbox gauge", 0, gauge.get());
 }
 
-void run_wc(const bench::params& p, bench::apps_max_rate::outcome& o) {
-  auto data = std::make_shared<std::vector<wc::line>>();
-  for (auto& l : troupe_apps::read_lines(bench::apps_max_rate::wc_input())) data->push_back(wc::line{std::move(l), 0});
+// One CAF system for one app: `spawn(sys, self, gauge, results)` builds the
+// actors back to front and returns the source.
+template <class Spawn>
+void run_app(const bench::params& p, bench::apps_max_rate::outcome& o, Spawn spawn) {
   mailbox_gauge gauge;
   auto res = std::make_unique<results>();
   const auto workers = p.get("workers");
@@ -249,12 +250,20 @@ void run_wc(const bench::params& p, bench::apps_max_rate::outcome& o) {
   caf::actor_system sys{cfg};
   bench::caf_support::check_workers(sys, workers);
   caf::scoped_actor self{sys};
-  auto snk = sys.spawn(wc_sink, caf::actor_cast<caf::actor>(self), res.get());
-  auto cnt = sys.spawn(counter, snk);
-  auto spl = sys.spawn(splitter, cnt, &gauge, res.get());
-  auto src = sys.spawn(source<wc::line>, std::shared_ptr<const std::vector<wc::line>>{data}, spl, &gauge,
-                       static_cast<double>(p.get("seconds")), res.get());
+  auto src = spawn(sys, self, gauge, res.get());
   measure(self, src, *res, gauge, o);
+}
+
+void run_wc(const bench::params& p, bench::apps_max_rate::outcome& o) {
+  auto data = std::make_shared<std::vector<wc::line>>();
+  for (auto& l : troupe_apps::read_lines(bench::apps_max_rate::wc_input())) data->push_back(wc::line{std::move(l), 0});
+  run_app(p, o, [&](caf::actor_system& sys, caf::scoped_actor& self, mailbox_gauge& gauge, results* res) {
+    auto snk = sys.spawn(wc_sink, caf::actor_cast<caf::actor>(self), res);
+    auto cnt = sys.spawn(counter, snk);
+    auto spl = sys.spawn(splitter, cnt, &gauge, res);
+    return sys.spawn(source<wc::line>, std::shared_ptr<const std::vector<wc::line>>{data}, spl, &gauge,
+                     static_cast<double>(p.get("seconds")), res);
+  });
 }
 
 void run_fd(const bench::params& p, bench::apps_max_rate::outcome& o) {
@@ -265,18 +274,12 @@ void run_fd(const bench::params& p, bench::apps_max_rate::outcome& o) {
     if (fd::parse(l, m, t)) data->push_back(t);
   }
   bench::check_eq("fd: generated transactions that parse", 800'000, static_cast<std::int64_t>(data->size()));
-  mailbox_gauge gauge;
-  auto res = std::make_unique<results>();
-  const auto workers = p.get("workers");
-  bench::caf_support::config cfg{workers};
-  caf::actor_system sys{cfg};
-  bench::caf_support::check_workers(sys, workers);
-  caf::scoped_actor self{sys};
-  auto snk = sys.spawn(fd_sink, caf::actor_cast<caf::actor>(self), res.get());
-  auto pred = sys.spawn(predictor, snk, &m, &gauge);
-  auto src = sys.spawn(source<fd::transaction>, std::shared_ptr<const std::vector<fd::transaction>>{data}, pred,
-                       &gauge, static_cast<double>(p.get("seconds")), res.get());
-  measure(self, src, *res, gauge, o);
+  run_app(p, o, [&](caf::actor_system& sys, caf::scoped_actor& self, mailbox_gauge& gauge, results* res) {
+    auto snk = sys.spawn(fd_sink, caf::actor_cast<caf::actor>(self), res);
+    auto pred = sys.spawn(predictor, snk, &m, &gauge);
+    return sys.spawn(source<fd::transaction>, std::shared_ptr<const std::vector<fd::transaction>>{data}, pred, &gauge,
+                     static_cast<double>(p.get("seconds")), res);
+  });
 }
 
 }  // namespace
