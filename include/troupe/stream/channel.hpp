@@ -254,15 +254,14 @@ class outlet {
         return push_or_park(best, std::move(v));
       }
       case route::round_robin:
-      case route::random: {
-        const std::size_t n = chans_.size();
-        std::size_t first = kind_ == route::random ? random_index(n) : next_rr(n);
-        for (std::size_t k = 0; k < n; ++k) {
-          std::size_t i = first + k < n ? first + k : first + k - n;
-          if (chans_[i]->ring.try_push(std::move(v))) return notify(i);
-        }
-        return park(npos, std::move(v));
-      }
+      case route::random:
+        if (!in_turn([&](std::size_t i) {
+              if (!chans_[i]->ring.try_push(std::move(v))) return false;
+              notify(i);
+              return true;
+            }))
+          park(npos, std::move(v));
+        return;
     }
   }
 
@@ -293,15 +292,8 @@ class outlet {
       }
       case route::least_loaded:
       case route::round_robin:
-      case route::random: {
-        const std::size_t n = chans_.size();
-        std::size_t first = kind_ == route::random ? random_index(n) : next_rr(n);
-        for (std::size_t k = 0; k < n; ++k) {
-          std::size_t i = first + k < n ? first + k : first + k - n;
-          if (room(i) && push(i)) return true;
-        }
-        return false;
-      }
+      case route::random:
+        return in_turn([&](std::size_t i) { return room(i) && push(i); });
     }
     return false;
   }
@@ -405,6 +397,16 @@ class outlet {
   void notify(std::size_t i) noexcept {
     auto* c = chans_[i]->consumer;
     if (!c->active()) c->wake();
+  }
+  /// Offers every channel once, from the next in turn (random: from a
+  /// random one), until `take(i)` accepts; false if none did.
+  template <class Take>
+  bool in_turn(Take&& take) {
+    const std::size_t n = chans_.size();
+    const std::size_t first = kind_ == route::random ? random_index(n) : next_rr(n);
+    for (std::size_t k = 0; k < n; ++k)
+      if (take(first + k < n ? first + k : first + k - n)) return true;
+    return false;
   }
   std::size_t next_rr(std::size_t n) noexcept {
     auto i = rr_;

@@ -85,6 +85,22 @@ class window_buffer {
   std::size_t head_ = 0;
 };
 
+/// A key's time order: times must not decrease; an older element is
+/// counted in `late` (shared by the replicas of a node) and refused.
+struct key_clock {
+  bool seen = false;
+  std::uint64_t last = 0;  // time of the key's latest element
+  bool admit(std::uint64_t t, std::atomic<std::uint64_t>& late) noexcept {
+    if (seen && t < last) {
+      late.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    seen = true;
+    last = t;
+    return true;
+  }
+};
+
 template <class KeyFn, class T>
 using key_of = std::decay_t<std::invoke_result_t<const KeyFn&, const T&>>;
 
@@ -219,12 +235,7 @@ class time_window_node
     Key k = std::invoke(key_, std::as_const(x));
     const auto t = static_cast<std::uint64_t>(std::invoke(time_, std::as_const(x)));
     auto& s = keys_[k];
-    if (s.seen && t < s.last) {
-      late_->fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    s.seen = true;
-    s.last = t;
+    if (!s.clock.admit(t, *late_)) return;
     // Fire every window that ends at or before t.
     while (!s.buf.empty() && s.window * slide_ + size_ <= t) fire_oldest(k, s);
     const auto first = detail::first_window_containing(t, size_, slide_);
@@ -245,8 +256,7 @@ class time_window_node
 
  private:
   struct state {
-    bool seen = false;
-    std::uint64_t last = 0;        // time of the key's latest element
+    detail::key_clock clock;
     std::uint64_t window = 0;      // the oldest open window
     detail::window_buffer<T> buf;  // elements of the open windows, by time
   };
@@ -293,12 +303,7 @@ class time_window_incremental_node : public node<T, window_result<detail::key_of
     Key k = std::invoke(key_, std::as_const(x));
     const auto t = static_cast<std::uint64_t>(std::invoke(time_, std::as_const(x)));
     auto& s = keys_[k];
-    if (s.seen && t < s.last) {
-      late_->fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    s.seen = true;
-    s.last = t;
+    if (!s.clock.admit(t, *late_)) return;
     while (!s.open.empty() && s.open.front().first * slide_ + size_ <= t) emit_front(k, s);
     const std::uint64_t lo = detail::first_window_containing(t, size_, slide_);
     const std::uint64_t hi = t / slide_;  // the last window starting at or before t
@@ -320,8 +325,7 @@ class time_window_incremental_node : public node<T, window_result<detail::key_of
 
  private:
   struct state {
-    bool seen = false;
-    std::uint64_t last = 0;  // time of the key's latest element
+    detail::key_clock clock;
     std::deque<std::pair<std::uint64_t, R>> open;  // window index, accumulator
   };
   void emit_front(const Key& k, state& s) {
