@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -94,6 +95,58 @@ struct run_result {
 /// "source", sinks those of kind "sink".
 run_result collect(const std::string& app, const troupe::stream::graph& g, std::uint64_t malformed,
                    std::vector<std::size_t> parallelism, double elapsed_s);
+
+/// The tuples of `lines`: parse(line, T&) -> bool; a false line is skipped
+/// and counted in `malformed`. Throws when no line is valid.
+template <class T, class Parse>
+std::shared_ptr<std::vector<T>> load(const std::vector<std::string>& lines, Parse parse, std::uint64_t& malformed) {
+  auto data = std::make_shared<std::vector<T>>();
+  for (auto& l : lines) {
+    T v{};
+    if (parse(l, v)) data->push_back(std::move(v));
+    else ++malformed;
+  }
+  if (data->empty())
+    throw std::runtime_error("no valid tuple in the input (" + std::to_string(malformed) + " malformed lines)");
+  return data;
+}
+
+/// Runs an application's graph to its end with the flags' batch size and
+/// latency measured on every tuple, and collects its figures.
+template <class P>
+run_result run_graph(troupe::actor_system& sys, const std::string& app, P pattern, const cli& c,
+                     std::size_t operators, std::uint64_t malformed) {
+  troupe::stream::options o;
+  o.batch = c.batch;
+  o.latency_sample = 1;
+  const auto start = std::chrono::steady_clock::now();
+  auto g = troupe::spawn_pattern(sys, std::move(pattern), o);
+  g.wait();
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<std::size_t> par;
+  for (std::size_t i = 0; i < operators; ++i) par.push_back(c.replicas(i));
+  return collect(app, g, malformed, std::move(par), elapsed);
+}
+
+/// The --generate PATH mode of an application with a generator: writes
+/// generate(n) (n from --lines) to PATH; the result prints nothing.
+template <class Generate>
+run_result write_generated(const std::string& program, const cli& c, const char* what, Generate generate) {
+  std::size_t n = 0;
+  try {
+    n = std::stoul(c.extra.at("lines"));
+  } catch (const std::exception&) {
+    throw usage_error("--lines: expected a number, got '" + c.extra.at("lines") + "'");
+  }
+  const auto& path = c.extra.at("generate");
+  std::ofstream f{path};
+  for (auto& l : generate(n)) f << l << '\n';
+  if (!f) throw std::runtime_error("cannot write '" + path + "'");
+  std::printf("%s: wrote %zu %s to %s\n", program.c_str(), n, what, path.c_str());
+  run_result r;
+  r.report = false;
+  return r;
+}
 
 /// The body of every main(): parses the flags, runs `run(cli)`, prints and
 /// writes the results; bad flags and unreadable input end with a message and

@@ -19,7 +19,9 @@ T number(const std::string& flag, const std::string& text) {
   return v;
 }
 
-double real(const std::string& flag, const std::string& text) {
+}  // namespace
+
+double parse_real(const std::string& flag, const std::string& text) {
   std::size_t used = 0;
   double v = 0;
   try {
@@ -32,8 +34,6 @@ double real(const std::string& flag, const std::string& text) {
   if (v < 0) throw usage_error(flag + ": must not be negative, got '" + text + "'");
   return v;
 }
-
-}  // namespace
 
 std::string cli::usage(const std::string& program, const std::vector<std::string>& operators) {
   std::ostringstream o;
@@ -68,10 +68,10 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
     if (i + 1 >= argc) throw usage_error(flag + ": missing value");
     const std::string value = argv[++i];
     if (flag == "--duration") {
-      c.duration = real(flag, value);
+      c.duration = parse_real(flag, value);
       duration_given = true;
     } else if (flag == "--rate") {
-      c.rate = real(flag, value);
+      c.rate = parse_real(flag, value);
     } else if (flag == "--input") {
       c.input = value;
     } else if (flag == "--batch") {

@@ -47,6 +47,10 @@ struct cli {
   static std::string usage(const std::string& program, const std::vector<std::string>& operators);
 };
 
+/// A flag's value as a finite, non-negative number; throws usage_error
+/// naming the flag (given with its "--") and the text.
+double parse_real(const std::string& flag, const std::string& text);
+
 /// The lines of a text file (without line ends); throws std::runtime_error
 /// naming the file when it cannot be read or is empty.
 std::vector<std::string> read_lines(const std::string& path);

@@ -125,14 +125,8 @@ struct sink : st::node<transaction, void> {
 outcome run(troupe::actor_system& sys, const cli& c) {
   const auto m = model::load(c.extra.at("model"));
   auto lines = c.input.empty() ? generate(800'000, 10'000, m) : read_lines(c.input);
-  auto data = std::make_shared<std::vector<transaction>>();
   std::uint64_t malformed = 0;
-  for (auto& l : lines) {
-    transaction t;
-    if (parse(l, m, t)) data->push_back(t);
-    else ++malformed;
-  }
-  if (data->empty()) throw std::runtime_error("no valid transaction in the input (" + std::to_string(malformed) + " malformed lines)");
+  auto data = load<transaction>(lines, [&m](const std::string& l, transaction& t) { return parse(l, m, t); }, malformed);
   output_file out{c.output};
   auto found = std::make_shared<outliers>();
   predictor pred;
@@ -140,22 +134,14 @@ outcome run(troupe::actor_system& sys, const cli& c) {
   sink snk;
   snk.out = &out;
   snk.found = found;
-  st::options o;
-  o.batch = c.batch;
-  o.latency_sample = 1;
-  const auto start = std::chrono::steady_clock::now();
-  auto g = troupe::spawn_pattern(
-      sys,
-      troupe::pipeline{troupe::farm{replay_source<transaction>{data, c}, c.replicas(0)},
-                       troupe::farm{pred, c.replicas(1),
-                                    troupe::by_key{[](const transaction& t) { return std::string_view{t.customer, 3}; }}},
-                       troupe::farm{snk, c.replicas(2)}},
-      o);
-  g.wait();
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::vector<std::size_t> par;
-  for (std::size_t i = 0; i < operators.size(); ++i) par.push_back(c.replicas(i));
-  outcome r{collect("fd", g, malformed, par, elapsed), {}};
+  outcome r{run_graph(sys, "fd",
+                      troupe::pipeline{troupe::farm{replay_source<transaction>{data, c}, c.replicas(0)},
+                                       troupe::farm{pred, c.replicas(1), troupe::by_key{[](const transaction& t) {
+                                                      return std::string_view{t.customer, 3};
+                                                    }}},
+                                       troupe::farm{snk, c.replicas(2)}},
+                      c, operators.size(), malformed),
+            {}};
   r.outliers = std::move(found->ids);
   return r;
 }

@@ -108,15 +108,8 @@ struct sink : st::node<reading, void> {
 };
 
 double positive(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(v > 0) || !std::isfinite(v))
-    throw usage_error("--" + flag + ": expected a positive number, got '" + text + "'");
+  const double v = parse_real("--" + flag, text);
+  if (v == 0) throw usage_error("--" + flag + ": expected a positive number, got '" + text + "'");
   return v;
 }
 
@@ -130,34 +123,20 @@ outcome run(troupe::actor_system& sys, const cli& c) {
   detector det;
   det.threshold = positive("threshold", c.extra.at("threshold"));
   auto lines = c.input.empty() ? generate(1'000'000) : read_lines(c.input);
-  auto data = std::make_shared<std::vector<reading>>();
   std::uint64_t malformed = 0;
-  for (auto& l : lines) {
-    reading r;
-    if (parse(l, r)) data->push_back(r);
-    else ++malformed;
-  }
-  if (data->empty()) throw std::runtime_error("no valid reading in the input (" + std::to_string(malformed) + " malformed lines)");
+  auto data = load<reading>(lines, [](const std::string& l, reading& r) { return parse(l, r); }, malformed);
   output_file out{c.output};
   auto all = std::make_shared<spikes>();
   sink snk;
   snk.out = &out;
   snk.all = all;
-  st::options o;
-  o.batch = c.batch;
-  o.latency_sample = 1;
-  const auto start = std::chrono::steady_clock::now();
-  auto g = troupe::spawn_pattern(
-      sys,
-      troupe::pipeline{troupe::farm{replay_source<reading>{data, c}, c.replicas(0)},
-                       troupe::farm{avg, c.replicas(1), troupe::by_key{[](const reading& r) { return r.device; }}},
-                       troupe::farm{det, c.replicas(2)}, troupe::farm{snk, c.replicas(3)}},
-      o);
-  g.wait();
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::vector<std::size_t> par;
-  for (std::size_t i = 0; i < operators.size(); ++i) par.push_back(c.replicas(i));
-  outcome r{collect("sd", g, malformed, par, elapsed), {}};
+  outcome r{run_graph(sys, "sd",
+                      troupe::pipeline{troupe::farm{replay_source<reading>{data, c}, c.replicas(0)},
+                                       troupe::farm{avg, c.replicas(1),
+                                                    troupe::by_key{[](const reading& r) { return r.device; }}},
+                                       troupe::farm{det, c.replicas(2)}, troupe::farm{snk, c.replicas(3)}},
+                      c, operators.size(), malformed),
+            {}};
   r.spikes = std::move(all->found);
   return r;
 }

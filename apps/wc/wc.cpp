@@ -53,31 +53,25 @@ struct sink : st::node<count, void> {
 }  // namespace
 
 outcome run(troupe::actor_system& sys, const cli& c) {
-  auto lines = read_lines(c.input);
-  auto data = std::make_shared<std::vector<line>>();
-  for (auto& l : lines) data->push_back(line{std::move(l), 0});
+  std::uint64_t malformed = 0;  // every line is valid text
+  auto data = load<line>(read_lines(c.input), [](const std::string& l, line& out) {
+    out.text = l;
+    return true;
+  }, malformed);
   output_file out{c.output};
   auto all = std::make_shared<totals>();
   counter count_proto;
   count_proto.all = all;
   sink sink_proto;
   sink_proto.out = &out;
-
-  st::options o;
-  o.batch = c.batch;
-  o.latency_sample = 1;
-  const auto start = std::chrono::steady_clock::now();
-  auto g = troupe::spawn_pattern(
-      sys,
-      troupe::pipeline{troupe::farm{replay_source<line>{data, c}, c.replicas(0)}, troupe::farm{splitter{}, c.replicas(1)},
-                       troupe::farm{count_proto, c.replicas(2), troupe::by_key{[](const word& w) { return w.text; }}},
-                       troupe::farm{sink_proto, c.replicas(3)}},
-      o);
-  g.wait();
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::vector<std::size_t> par;
-  for (std::size_t i = 0; i < operators.size(); ++i) par.push_back(c.replicas(i));
-  outcome r{collect("wc", g, 0, par, elapsed), {}};
+  outcome r{run_graph(sys, "wc",
+                      troupe::pipeline{troupe::farm{replay_source<line>{data, c}, c.replicas(0)},
+                                       troupe::farm{splitter{}, c.replicas(1)},
+                                       troupe::farm{count_proto, c.replicas(2),
+                                                    troupe::by_key{[](const word& w) { return w.text; }}},
+                                       troupe::farm{sink_proto, c.replicas(3)}},
+                      c, operators.size(), malformed),
+            {}};
   r.final_counts = std::move(all->counts);
   if (out.enabled()) {
     out.line("# final counts");
