@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "common/harness.hpp"
+#include "common/stream_tuple.hpp"
 
 namespace bench {
 
@@ -38,29 +39,8 @@ sample run_threads(const params& p);
 
 namespace pipeline3 {
 
-struct tuple {
-  std::int64_t key;
-  std::int64_t value;
-  std::int64_t stamp;
-};
-static_assert(sizeof(tuple) == 24);
-
-/// The sink's bookkeeping, shared by every implementation.
-struct tally {
-  std::int64_t count = 0;
-  std::int64_t sum = 0;
-  std::int64_t out_of_order = 0;
-  void add(const tuple& t) {
-    if (t.value != count) ++out_of_order;
-    ++count;
-    sum += t.value;
-  }
-  void check(std::int64_t tuples) const {
-    check_eq("tuples at the sink", tuples, count);
-    check_eq("sum of values", tuples * (tuples - 1) / 2, sum);
-    check_eq("tuples out of order", 0, out_of_order);
-  }
-};
+using stream_tuple::tuple;
+using stream_tuple::tally;
 
 }  // namespace pipeline3
 }  // namespace bench

@@ -4,6 +4,8 @@
 
 #include <troupe/troupe.hpp>
 
+#include "common/stream_nodes.hpp"
+
 namespace {
 struct go_atom {};
 using bench::pipeline3::tuple;
@@ -51,22 +53,9 @@ bench::sample bench::run_troupe_actors(const params& p) {
 namespace {
 // The typed streaming version: a source node, a forwarding node and a sink
 // node connected by two channels of 1024 slots.
-struct source : troupe::stream::node<void, tuple> {
-  std::int64_t i = 0, n = 0;
-  bool produce() {
-    if (i == n) return false;
-    send_next(tuple{i % 1024, i, i});
-    ++i;
-    return true;
-  }
-};
-struct forwarder : troupe::stream::node<tuple, tuple> {
-  void consume(tuple& x) { send_next(std::move(x)); }
-};
-struct sink : troupe::stream::node<tuple, void> {
-  bench::pipeline3::tally* t = nullptr;
-  void consume(const tuple& x) { t->add(x); }
-};
+using bench::stream_tuple::forwarder;
+using bench::stream_tuple::sink;
+using bench::stream_tuple::source;
 
 bench::sample run_stream(const bench::params& p, troupe::stream::placement where) {
   const auto tuples = p.get("tuples");

@@ -3,28 +3,11 @@
 
 #include <troupe/troupe.hpp>
 
-namespace {
+#include "common/stream_nodes.hpp"
 
-using bench::pipeline9::tuple;
-
-struct source : troupe::stream::node<void, tuple> {
-  std::int64_t i = 0, n = 0;
-  bool produce() {
-    if (i == n) return false;
-    send_next(tuple{i % 1024, i, i});
-    ++i;
-    return true;
-  }
-};
-struct forwarder : troupe::stream::node<tuple, tuple> {
-  void consume(tuple& x) { send_next(std::move(x)); }
-};
-struct sink : troupe::stream::node<tuple, void> {
-  bench::pipeline9::tally* t = nullptr;
-  void consume(const tuple& x) { t->add(x); }
-};
-
-}  // namespace
+using bench::stream_tuple::forwarder;
+using bench::stream_tuple::sink;
+using bench::stream_tuple::source;
 
 bench::sample bench::run_troupe(const params& p) {
   static_assert(pipeline9::forwarders == 7, "the pipeline below spells out seven forwarders");
