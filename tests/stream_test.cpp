@@ -274,6 +274,89 @@ TEST_P(stream_placement, more_nodes_than_workers_never_deadlocks) {
   s.expect_each(n, 2);
 }
 
+TEST_P(stream_placement, branches_give_every_branch_every_element_and_merge) {
+  troupe::actor_system sys{cfg()};
+  seen s;
+  constexpr std::int64_t n = 30'000;
+  // Branch 0 keeps x, branch 1 (two stages) maps x to n + x, branch 2 (a
+  // keyed farm) maps x to 2n + x: every value of 0 .. 3n-1 once at the sink.
+  auto o = opts();
+  o.capacity = 8;
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{
+          troupe::farm{counting_source(n), 1},
+          st::branches{st::map([](std::int64_t x) { return x; }),
+                       troupe::pipeline{st::map([](std::int64_t x) { return x + 1; }),
+                                        troupe::farm{st::map([](std::int64_t x) { return n + x - 1; }), 2}},
+                       troupe::farm{st::map([](std::int64_t x) { return 2 * n + x; }), 3,
+                                    troupe::by_key{[](const std::int64_t& x) { return x % 7; }}}},
+          troupe::farm{st::sink([&](std::int64_t x) { s.add(x); }), 2}},
+      o);
+  g.wait();
+  s.expect_each(3 * n, 1);
+  // Metrics list the branches' runners in graph order.
+  const auto m = g.metrics();
+  ASSERT_EQ(m.nodes.size(), 1u + 1u + 3u + 3u + 2u);
+  EXPECT_EQ(m.nodes[0].name, "source");
+  EXPECT_EQ(m.nodes[0].items_out, static_cast<std::uint64_t>(n));
+}
+
+namespace {
+// Tags every 100th element with a marker (-1 - x) sent to every replica.
+struct marker_source : st::node<void, std::int64_t> {
+  std::int64_t i = 0, n = 0;
+  bool produce() {
+    if (i == n) return false;
+    if (i % 100 == 0) send_all(-1 - i);
+    send_next(std::int64_t{i});
+    ++i;
+    return true;
+  }
+};
+// Remembers, per replica, the markers it saw and the elements before each.
+struct marker_checker : st::node<std::int64_t, void> {
+  std::shared_ptr<std::mutex> mtx = std::make_shared<std::mutex>();
+  std::shared_ptr<std::vector<std::vector<std::int64_t>>> markers =
+      std::make_shared<std::vector<std::vector<std::int64_t>>>();
+  std::shared_ptr<std::atomic<int>> late = std::make_shared<std::atomic<int>>(0);
+  std::vector<std::int64_t> mine;
+  std::int64_t last_marker = -1;
+  void consume(std::int64_t& x) {
+    if (x < 0) {
+      mine.push_back(-1 - x);
+      last_marker = -1 - x;
+    } else if (x < last_marker) {
+      late->fetch_add(1);  // an element sent before the last marker arrived after it
+    }
+  }
+  void on_stop() {
+    std::lock_guard<std::mutex> g{*mtx};
+    markers->push_back(mine);
+  }
+};
+}  // namespace
+
+TEST_P(stream_placement, send_all_reaches_every_replica_in_order) {
+  troupe::actor_system sys{cfg()};
+  marker_source src;
+  src.n = 20'000;
+  marker_checker chk;
+  auto o = opts();
+  o.capacity = 4;
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{src, st::branches{troupe::farm{chk, 3, troupe::by_key{[](const std::int64_t& x) { return x < 0 ? 0 : x; }}},
+                                         troupe::farm{chk, 2}}},
+      o);
+  g.wait();
+  ASSERT_EQ(chk.markers->size(), 5u);
+  std::vector<std::int64_t> expected;
+  for (std::int64_t i = 0; i < src.n; i += 100) expected.push_back(i);
+  for (auto& m : *chk.markers) EXPECT_EQ(m, expected);
+  EXPECT_EQ(chk.late->load(), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(placements, stream_placement,
                          ::testing::Values(placement_case{"pool_1_worker", 1, st::placement::pool},
                                            placement_case{"pool_2_workers", 2, st::placement::pool},

@@ -182,15 +182,17 @@ class port {
   ~port() = default;
 };
 
-enum class route { single, round_robin, random, keyed, broadcast, least_loaded };
+enum class route { single, round_robin, random, keyed, broadcast, least_loaded, branches };
 
 /// What a stage hands to the stage before it: its replicas' ports and the
-/// policy that picks among them.
+/// policy that picks among them; or, for stream::branches, one such set per
+/// branch (every element goes to each branch).
 template <class T>
 struct downstream {
   std::vector<port<T>*> ports;
   route kind = route::round_robin;
   std::function<std::size_t(const T&, std::size_t)> pick;  // keyed: the replica of an element
+  std::vector<downstream<T>> branches;
 
   template <class Policy>
   void set_policy(const Policy& p) {
@@ -215,6 +217,13 @@ class outlet {
  public:
   /// `self`: the producing runner (null for an entry actor).
   void attach(const downstream<T>& d, std::size_t capacity, runner_base* self) {
+    if (!d.branches.empty()) {
+      // One outlet per branch, each with its own channels, policy and overflow.
+      parts_ = std::vector<outlet<T>>(d.branches.size());  // outlets do not move
+      for (std::size_t i = 0; i < parts_.size(); ++i) parts_[i].attach(d.branches[i], capacity, self);
+      kind_ = route::branches;
+      return;
+    }
     for (auto* p : d.ports) {
       chans_.push_back(p->connect(capacity));
       chans_.back()->producer = self;
@@ -237,8 +246,14 @@ class outlet {
 
   [[gnu::noinline]] void send_slow(T&& v) {
     ++sent_;
+    if (kind_ == route::branches) {
+      for (std::size_t i = 0; i + 1 < parts_.size(); ++i) parts_[i].send(T{v});
+      return parts_.back().send(std::move(v));
+    }
     if (!overflow_.empty()) return park(npos_for(v), std::move(v));
     switch (kind_) {
+      case route::branches:
+        return;  // handled above
       case route::single:
         return push_or_park(0, std::move(v));
       case route::keyed:
@@ -265,10 +280,37 @@ class outlet {
     }
   }
 
+  /// A copy of `v` to every channel (every replica of every branch), whatever
+  /// the policy: punctuations such as watermarks. Order per channel is kept.
+  void send_all(T&& v) {
+    ++sent_;
+    if (kind_ == route::branches) {
+      for (std::size_t i = 0; i + 1 < parts_.size(); ++i) parts_[i].send_all(T{v});
+      return parts_.back().send_all(std::move(v));
+    }
+    const bool parked = !overflow_.empty();
+    for (std::size_t i = 0; i < chans_.size(); ++i) {
+      T copy = i + 1 < chans_.size() ? T{v} : std::move(v);
+      if (parked) overflow_.emplace_back(i, std::move(copy));
+      else push_or_park(i, std::move(copy));
+    }
+  }
+
   /// Pushes `v` only if its channel (for round robin and random: any
   /// channel; for broadcast: every channel) holds fewer than `limit`
   /// elements. `v` is moved from only when it was sent.
   bool send_if(T& v, std::size_t limit) {
+    if (kind_ == route::branches) {
+      // Every branch must take it; then each one does (consumers only make room).
+      for (auto& p : parts_)
+        if (!p.would_take(v, limit)) return false;
+      for (std::size_t i = 0; i + 1 < parts_.size(); ++i) {
+        T copy{v};
+        parts_[i].send_if(copy, limit);
+      }
+      ++sent_;
+      return parts_.back().send_if(v, limit);
+    }
     if (!overflow_.empty()) return false;
     auto room = [&](std::size_t i) { return chans_[i]->ring.size() < limit; };
     auto push = [&](std::size_t i) {
@@ -294,20 +336,49 @@ class outlet {
       case route::round_robin:
       case route::random:
         return in_turn([&](std::size_t i) { return room(i) && push(i); });
+      case route::branches:
+        break;
     }
     return false;
   }
 
-  bool blocked() const noexcept { return !overflow_.empty(); }
+  /// Whether send_if(v, limit) would send now (not for branches).
+  bool would_take(const T& v, std::size_t limit) const {
+    if (!overflow_.empty()) return false;
+    auto room = [&](const channel<T>* c) { return c->ring.size() < limit && c->has_room(); };
+    switch (kind_) {
+      case route::single: return room(chans_[0]);
+      case route::keyed: return room(chans_[pick_(v, chans_.size())]);
+      case route::broadcast:
+        for (auto* c : chans_)
+          if (!room(c)) return false;
+        return true;
+      default:
+        for (auto* c : chans_)
+          if (room(c)) return true;
+        return false;
+    }
+  }
+
+  bool blocked() const noexcept {
+    if (kind_ == route::branches) {
+      for (auto& p : parts_)
+        if (p.blocked()) return true;
+      return false;
+    }
+    return !overflow_.empty();
+  }
 
   /// Blocked: asks the consumer(s) of the oldest parked element to wake the
   /// producer when they make room. Returns what to re-check after release:
   /// the one channel, or null for "any channel" (round robin and random).
   channel<T>* blocked_on() const noexcept {
+    if (kind_ == route::branches) return parts_[blocked_part()].blocked_on();
     const auto i = overflow_.front().first;
     return i != npos ? chans_[i] : nullptr;
   }
   channel<T>* wait_for_room() noexcept {
+    if (kind_ == route::branches) return parts_[blocked_part()].wait_for_room();
     waiting_ = true;
     const auto i = overflow_.front().first;
     if (i != npos) {
@@ -320,6 +391,7 @@ class outlet {
   /// Atomics and the immutable channel list only: safe after release.
   bool has_room(const channel<T>* c) const noexcept {
     if (c != nullptr) return c->has_room();
+    if (kind_ == route::branches) return parts_[blocked_part_.load(std::memory_order_relaxed)].has_room(nullptr);
     for (auto* x : chans_)
       if (x->has_room()) return true;
     return false;
@@ -327,6 +399,11 @@ class outlet {
 
   /// Moves parked elements into their channels; true when none is left.
   bool flush() {
+    if (kind_ == route::branches) {
+      bool all = true;
+      for (auto& p : parts_) all = p.flush() && all;
+      return all;
+    }
     std::size_t done = 0;
     for (; done < overflow_.size(); ++done) {
       auto& [i, v] = overflow_[done];
@@ -355,6 +432,7 @@ class outlet {
 
   /// Wakes every consumer that has elements but is idle; see the file comment.
   void sweep() noexcept {
+    for (auto& p : parts_) p.sweep();
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (auto* c : chans_)
       if (!c->ring.empty() && !c->consumer->active()) c->consumer->wake();
@@ -362,6 +440,7 @@ class outlet {
 
   /// End of stream on every channel (after the last push).
   void close() noexcept {
+    for (auto& p : parts_) p.close();
     for (auto* c : chans_) c->closed.store(true, std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (auto* c : chans_) c->consumer->wake();
@@ -370,10 +449,22 @@ class outlet {
   /// Elements sent since the last call.
   std::uint64_t take_sent() noexcept { return std::exchange(sent_, 0); }
   /// Drops what is parked (cancellation).
-  void discard() noexcept { overflow_.clear(); }
+  void discard() noexcept {
+    for (auto& p : parts_) p.discard();
+    overflow_.clear();
+  }
 
  private:
   static constexpr std::size_t npos = SIZE_MAX;
+
+  /// Branches: the first blocked branch, remembered for has_room(), which
+  /// other threads may call after the producer has gone idle.
+  std::size_t blocked_part() const noexcept {
+    std::size_t i = 0;
+    while (i + 1 < parts_.size() && !parts_[i].blocked()) ++i;
+    blocked_part_.store(i, std::memory_order_relaxed);
+    return i;
+  }
 
   std::size_t npos_for(const T& v) {
     switch (kind_) {
@@ -425,6 +516,8 @@ class outlet {
   std::vector<std::pair<std::size_t, T>> overflow_;
   bool waiting_ = false;  // some channel's `waiting` flag is ours to clear
   std::uint64_t sent_ = 0;
+  std::vector<outlet<T>> parts_;  // route::branches: one outlet per branch
+  mutable std::atomic<std::size_t> blocked_part_{0};
 };
 
 /// Sinks have no outlet.

@@ -38,6 +38,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -110,6 +111,41 @@ template <class P>
 dedicated(P, std::string) -> dedicated<P>;
 template <class P>
 dedicated(P, const char*) -> dedicated<P>;
+
+/// Every element goes to each branch (a copy each; within a branch, its
+/// own routing), and the branches' outputs merge into the next stage:
+///   pipeline{src, branches{pipeline{a, b}, c, farm{d, 2}}, sink}
+/// All branches take the same element type and emit the same type.
+template <class... Ps>
+class branches {
+ public:
+  using in_type = typename std::tuple_element_t<0, std::tuple<Ps...>>::in_type;
+  using out_type = typename std::tuple_element_t<0, std::tuple<Ps...>>::out_type;
+  using stream_tag = void;
+  static_assert(sizeof...(Ps) >= 1, "stream::branches needs at least one branch");
+  static_assert(!std::is_void_v<in_type>, "stream::branches cannot start with a source");
+  static_assert((std::is_same_v<typename Ps::in_type, in_type> && ...), "every branch must take the same element type");
+  static_assert((std::is_same_v<typename Ps::out_type, out_type> && ...), "every branch must emit the same element type");
+
+  explicit branches(Ps... ps) : ps_{std::move(ps)...} {}
+
+  detail::downstream<in_type> build_stream(detail::builder& b, const detail::downstream<out_type>& next) const {
+    detail::downstream<in_type> d;
+    d.branches.resize(sizeof...(Ps));
+    // Last branch first: metrics list runners in reverse build order.
+    build_from<sizeof...(Ps) - 1>(b, next, d);
+    return d;
+  }
+
+ private:
+  template <std::size_t I>
+  void build_from(detail::builder& b, const detail::downstream<out_type>& next, detail::downstream<in_type>& d) const {
+    d.branches[I] = detail::build_stage(b, std::get<I>(ps_), next);
+    if constexpr (I > 0) build_from<I - 1>(b, next, d);
+  }
+
+  std::tuple<Ps...> ps_;
+};
 
 namespace detail {
 

@@ -13,6 +13,7 @@
 // (backpressure). send_next_if(v, limit) sends only if the destination holds
 // fewer than `limit` elements (round robin and random farms: any replica
 // that does) and says whether it sent; v is moved from only if it was.
+// send_all(v) sends a copy to every replica of the next stage (punctuations).
 //
 // Lambda forms, for operators without state beyond a callable:
 //   stream::source([i = 0]() mutable -> std::optional<int> { ... })  // nullopt ends
@@ -48,6 +49,10 @@ class emitter {
   void send_next(const Out& v) { out_->send(Out{v}); }
   bool send_next_if(Out&& v, std::size_t limit) { return out_->send_if(v, limit); }
   bool send_next_if(Out& v, std::size_t limit) { return out_->send_if(v, limit); }
+  /// A copy to every replica of the next stage (of every branch), whatever
+  /// its routing: punctuations such as watermarks or end-of-minute markers.
+  void send_all(Out&& v) { out_->send_all(std::move(v)); }
+  void send_all(const Out& v) { out_->send_all(Out{v}); }
 
  private:
   template <class N>
