@@ -21,16 +21,24 @@
 
 namespace troupe_apps {
 
+/// What replay_source does to a tuple before sending it: nothing.
+struct no_prepare {
+  template <class T>
+  void operator()(T&, std::uint64_t /*pass*/, troupe::stream::emitter<T>&) {}
+};
+
 /// Replays `data` (parsed at load time) cyclically, stamping each tuple with
 /// its emission time: for `passes` passes, or until `duration` seconds have
 /// passed, whichever the flags ask for; at `rate` tuples per second, or at
-/// full speed. Each replica replays the whole input.
-template <class T>
+/// full speed. Each replica replays the whole input. `prepare(v, pass, out)`
+/// may adjust a tuple to its pass (0, 1, ...) and send markers before it.
+template <class T, class Prepare = no_prepare>
 class replay_source : public troupe::stream::node<void, T> {
  public:
   static constexpr const char* kind = "source";
-  replay_source(std::shared_ptr<const std::vector<T>> data, const cli& c)
-      : data_{std::move(data)}, duration_ns_{static_cast<std::uint64_t>(c.duration * 1e9)}, rate_{c.rate}, passes_{c.passes} {}
+  replay_source(std::shared_ptr<const std::vector<T>> data, const cli& c, Prepare prepare = {})
+      : data_{std::move(data)}, duration_ns_{static_cast<std::uint64_t>(c.duration * 1e9)}, rate_{c.rate},
+        passes_{c.passes}, prepare_{std::move(prepare)} {}
 
   void on_start() { start_ = troupe::stream::now(); }
 
@@ -44,6 +52,7 @@ class replay_source : public troupe::stream::node<void, T> {
       if (rate_ > 0 && static_cast<double>(t - start_) < static_cast<double>(sent_) * 1e9 / rate_) return true;
     }
     T v = (*data_)[pos_];
+    prepare_(v, sent_ / n, *this);
     if (++pos_ == n) pos_ = 0;
     ++sent_;
     v.stamp = troupe::stream::now();
@@ -56,6 +65,7 @@ class replay_source : public troupe::stream::node<void, T> {
   std::uint64_t duration_ns_;
   double rate_;
   std::uint64_t passes_;
+  Prepare prepare_;
   std::uint64_t start_ = 0, sent_ = 0;
   std::size_t pos_ = 0;
 };
