@@ -239,30 +239,39 @@ struct sum_count {
   std::int64_t n = 0;
 };
 
-/// Each vehicle's mean speed per segment and minute.
+/// Each vehicle's mean speed per segment and minute. Reports are appended
+/// to their minute and summed per (vehicle, segment) when it closes (a sort:
+/// cheaper than a hash table per minute, and exact whatever the order).
 struct average_speed_logic {
   static constexpr const char* kind = "average_speed";
-  // (vehicle, segment) -> speeds of the minute
-  by_minute<std::unordered_map<std::uint64_t, sum_count>> minutes;
+  struct speed {
+    std::uint64_t key;  // vehicle << 32 | segment
+    std::int64_t mph;
+  };
+  by_minute<std::vector<speed>> minutes;
   std::uint64_t stamp = 0;
   template <class Emit>
   void on(const report& r, Emit&&) {
-    auto& a = minutes.at(r.minute)[(static_cast<std::uint64_t>(r.vid) << 32) | static_cast<std::uint32_t>(r.segment())];
-    a.sum += r.speed;
-    ++a.n;
+    minutes.at(r.minute).push_back(
+        speed{(static_cast<std::uint64_t>(r.vid) << 32) | static_cast<std::uint32_t>(r.segment()), r.speed});
     stamp = r.stamp;
   }
   template <class Emit>
   void close(std::int32_t minute, std::uint64_t at, Emit&& emit) {
-    minutes.close_until(minute, [&](std::int32_t m, auto& vehicles) {
-      for (auto& [key, a] : vehicles) {
+    minutes.close_until(minute, [&](std::int32_t m, std::vector<speed>& all) {
+      std::sort(all.begin(), all.end(), [](const speed& a, const speed& b) { return a.key < b.key; });
+      for (std::size_t i = 0; i < all.size();) {
+        std::size_t j = i;
+        std::int64_t sum = 0;
+        for (; j < all.size() && all[j].key == all[i].key; ++j) sum += all[j].mph;
         vehicle_speed v;
-        v.vid = static_cast<std::int32_t>(key >> 32);
-        v.segment = static_cast<std::int32_t>(key & 0xffffffffu);
+        v.vid = static_cast<std::int32_t>(all[i].key >> 32);
+        v.segment = static_cast<std::int32_t>(all[i].key & 0xffffffffu);
         v.minute = m;
-        v.milli_mph = a.sum * 1000 / a.n;
+        v.milli_mph = sum * 1000 / static_cast<std::int64_t>(j - i);
         v.stamp = at;
         emit(std::move(v));
+        i = j;
       }
     });
   }
@@ -331,11 +340,12 @@ struct last_average_speed_logic {
 
 /// Per segment and minute: the distinct cars, and accidents: two or more
 /// cars stopped (4 consecutive reports, 30 s apart, from the same lane and
-/// position) at the same place.
+/// position) at the same place. Cars are appended to their minute and
+/// counted (sorted, duplicates dropped) when it closes.
 struct count_vehicles_logic {
   static constexpr const char* kind = "count_vehicles";
   struct minute_state {
-    std::unordered_map<std::int32_t, std::unordered_set<std::int32_t>> cars;      // segment -> vehicles
+    std::vector<std::uint64_t> cars;                                              // segment << 32 | vehicle
     std::unordered_map<std::uint64_t, std::unordered_set<std::int32_t>> stopped;  // place -> stopped vehicles
   };
   struct streak {
@@ -345,11 +355,12 @@ struct count_vehicles_logic {
   std::unordered_map<std::int32_t, streak> last;  // vehicle -> its reports from one place
   std::uint64_t stamp = 0;
 
+  count_vehicles_logic() { last.reserve(1 << 14); }
   template <class Emit>
   void on(const report& r, Emit&&) {
     const auto s = r.segment();
     auto& m = minutes.at(r.minute);
-    m.cars[s].insert(r.vid);
+    m.cars.push_back((static_cast<std::uint64_t>(s) << 32) | static_cast<std::uint32_t>(r.vid));
     auto& k = last[r.vid];
     if (k.reports > 0 && k.time + 30 == r.time && k.lane == r.lane && k.pos == r.pos && k.segment == s) ++k.reports;
     else k = streak{r.time, r.lane, r.pos, s, 1};
@@ -366,14 +377,20 @@ struct count_vehicles_logic {
       std::unordered_set<std::int32_t> accidents;
       for (auto& [place, who] : st.stopped)
         if (who.size() >= 2) accidents.insert(static_cast<std::int32_t>(place >> 24));
-      for (auto& [s, vids] : st.cars) {
+      auto& cars = st.cars;
+      std::sort(cars.begin(), cars.end());
+      cars.erase(std::unique(cars.begin(), cars.end()), cars.end());
+      for (std::size_t i = 0; i < cars.size();) {
+        std::size_t j = i;
+        while (j < cars.size() && (cars[j] >> 32) == (cars[i] >> 32)) ++j;
         count c;
-        c.segment = s;
+        c.segment = static_cast<std::int32_t>(cars[i] >> 32);
         c.minute = m;
-        c.cars = static_cast<std::int32_t>(vids.size());
-        c.accident = accidents.count(s) != 0;
+        c.cars = static_cast<std::int32_t>(j - i);
+        c.accident = accidents.count(c.segment) != 0;
         c.stamp = at;
         emit(std::move(c));
+        i = j;
       }
     });
   }
