@@ -6,7 +6,10 @@ usage: /usr/bin/python3 scripts/plot_bench.py RESULTS.jsonl OUTDIR
 Writes OUTDIR/bench_<name>.png per benchmark: one panel per metric, one group
 of bars per parameter variant, one bar per implementation (the median), with
 min-max error bars. Skipped or failed implementations are listed under the
-chart. Needs matplotlib (Debian: python3-matplotlib, hence /usr/bin/python3).
+chart. One exception: apps_rate_sweep (sink throughput against offered rate,
+the AGERE paper's Figs. 12-15) is drawn as lines, a column of panels per
+application, x = offered rate. Needs matplotlib (Debian: python3-matplotlib,
+hence /usr/bin/python3).
 When the file holds several results for the same (benchmark, variant,
 metric, implementation), the last one wins.
 """
@@ -64,10 +67,15 @@ def si(x):
     return f"{x:.3g}"
 
 
-def plot_bench(bench, objs, outdir):
-    metrics = first_seen(o["metric"] for o in objs)
+def successful(objs):
+    return [o for o in objs if o.get("status", "ok") == "ok" and o.get("value") is not None]
+
+
+def save(fig, bench, objs, outdir, rows):
+    """Writes the figure with a footer (machine, mode, runs; the implementations
+    skipped or failed, with their variants) below its `rows` rows of panels."""
     variants = first_seen(o["variant"] for o in objs)
-    ok = [o for o in objs if o.get("status", "ok") == "ok" and o.get("value") is not None]
+    ok = successful(objs)
     # impl -> variants it is missing from (skipped / failed), with the reason
     missing = {}
     for o in objs:
@@ -75,11 +83,28 @@ def plot_bench(bench, objs, outdir):
             continue
         why = o.get("status", "?") + (f": {o['reason']}" if o.get("reason") else "")
         missing.setdefault((o["impl"], why), []).append(o["variant"])
-    notes = []
+    o0 = objs[0]
+    foot = []
+    if o0.get("machine"):
+        foot.append(f"{o0['machine']}, {o0.get('cores', '?')} cores, {o0.get('mode', '?')} mode, "
+                    f"{o0.get('runs_requested', '?')} runs")
     for (impl, why), vs in missing.items():
         vs = first_seen(vs)
         where = "all variants" if len(vs) == len(variants) else ", ".join(vs)
-        notes.append(f"{impl} {why} ({where})")
+        foot.extend(textwrap.wrap(f"not shown: {impl} {why} ({where})", 110))
+    if foot:
+        fig.text(0.01, 0.005, "\n".join(foot), fontsize=7, ha="left", va="bottom")
+    fig.tight_layout(rect=(0, min(0.5, 0.035 * len(foot) / rows), 1, 1))
+    path = os.path.join(outdir, f"bench_{bench}.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_bench(bench, objs, outdir):
+    metrics = first_seen(o["metric"] for o in objs)
+    variants = first_seen(o["variant"] for o in objs)
+    ok = successful(objs)
 
     n_impls = max(1, len(first_seen(o["impl"] for o in ok)))
     fig, axes = plt.subplots(len(metrics), 1, squeeze=False,
@@ -135,20 +160,63 @@ def plot_bench(bench, objs, outdir):
         ax.grid(axis="y", alpha=0.3)
         ax.set_axisbelow(True)
         ax.legend(fontsize=8)
-    o0 = objs[0]
-    foot = []
-    if o0.get("machine"):
-        foot.append(f"{o0['machine']}, {o0.get('cores', '?')} cores, {o0.get('mode', '?')} mode, "
-                    f"{o0.get('runs_requested', '?')} runs")
-    for n in notes:
-        foot.extend(textwrap.wrap("not shown: " + n, 110))
-    if foot:
-        fig.text(0.01, 0.005, "\n".join(foot), fontsize=7, ha="left", va="bottom")
-    fig.tight_layout(rect=(0, min(0.5, 0.035 * len(foot) / len(metrics)), 1, 1))
-    path = os.path.join(outdir, f"bench_{bench}.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, bench, objs, outdir, len(metrics))
+
+
+# apps_rate_sweep is drawn as lines against the offered rate, not as bars.
+SWEEP_METRICS = (("tuples_per_s", "sink tuples/s"), ("latency_p50_us", "latency p50 [us]"))
+
+
+def plot_rate_sweep(bench, objs, outdir):
+    """apps_rate_sweep: per application (the first word of the variant label),
+    sink tuples/s and p50 latency against the offered rate (params rate x
+    replicas, source tuples/s), one line per implementation (median, error
+    bars span min-max); the full-speed runs (rate 0) are dashed horizontal
+    lines."""
+    ok = successful(objs)
+    apps = first_seen(o["variant"].split()[0] for o in objs)
+    fig, axes = plt.subplots(len(SWEEP_METRICS), len(apps), squeeze=False,
+                             figsize=(4.6 * len(apps), 3.6 * len(SWEEP_METRICS)))
+    for col, app in enumerate(apps):
+        for row, (metric, label) in enumerate(SWEEP_METRICS):
+            ax = axes[row, col]
+            mobjs = [o for o in ok if o["metric"] == metric and o["variant"].split()[0] == app]
+            impls = sorted(first_seen(o["impl"] for o in mobjs),
+                           key=lambda i: (IMPL_ORDER.get(i, 9), i))
+            for impl in impls:
+                color = IMPL_COLOR.get(impl)
+                mine = [o for o in mobjs if o["impl"] == impl]
+                paced = sorted((o for o in mine if o["params"].get("rate", 0) > 0),
+                               key=lambda o: o["params"]["rate"])
+                if paced:
+                    meds = [o.get("median", o["value"]) for o in paced]
+                    lo = [max(0.0, m - (o["min"] if o.get("min") is not None else m))
+                          for m, o in zip(meds, paced)]
+                    hi = [max(0.0, (o["max"] if o.get("max") is not None else m) - m)
+                          for m, o in zip(meds, paced)]
+                    xs = [o["params"]["rate"] * o["params"].get("replicas", 1) for o in paced]
+                    ax.errorbar(xs, meds, yerr=[lo, hi], marker="o", markersize=4, capsize=3,
+                                color=color, label=impl, linewidth=1.2, elinewidth=0.8)
+                for o in mine:
+                    if o["params"].get("rate", 0) == 0:
+                        ax.axhline(o.get("median", o["value"]), color=color, linestyle="--",
+                                   linewidth=1, label=f"{impl} full speed")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("offered rate [source tuples/s]")
+            ax.set_ylabel(label)
+            ax.set_title(f"{app}: {label} vs offered rate", fontsize=10)
+            ax.grid(alpha=0.3, which="both")
+            ax.set_axisbelow(True)
+            if mobjs:
+                ax.legend(fontsize=7)
+            else:
+                ax.text(0.5, 0.5, "no successful runs", ha="center", va="center",
+                        transform=ax.transAxes)
+    return save(fig, bench, objs, outdir, len(SWEEP_METRICS))
+
+
+SPECIAL = {"apps_rate_sweep": plot_rate_sweep}
 
 
 def main():
@@ -166,7 +234,8 @@ def main():
         return 1
     os.makedirs(outdir, exist_ok=True)
     for bench in first_seen(o.get("bench") for o in objs):
-        print(plot_bench(bench, [o for o in objs if o.get("bench") == bench], outdir))
+        plot = SPECIAL.get(bench, plot_bench)
+        print(plot(bench, [o for o in objs if o.get("bench") == bench], outdir))
     return 0
 
 

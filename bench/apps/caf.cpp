@@ -1,65 +1,97 @@
-// apps_max_rate, CAF 0.17: each application as event-based actors, one per
-// operator, with the operator code of apps/ (the input, parsing and model
-// come from troupe_apps; splitter, counter and predictor repeat the loops of
-// wc.cpp and fd.cpp, which keeps them private).
+// apps, CAF 0.17: each application as event-based actors, one per replica of
+// each operator, with the operator code of apps/ (the input, parsing and
+// model come from troupe_apps; the operators repeat the loops of wc.cpp,
+// fd.cpp and sd.cpp, which keep theirs private).
 //
-// The source replays the in-memory input cyclically, stamping each tuple with
-// troupe::stream::now(). Per activation it sends at most `slice` tuples and
-// then a message to itself. Before each tuple it reads the length of the
-// first operator's mailbox; at `limit` or more it ends the activation without
-// sending (it tries again on its next activation).
+// Routing. Every actor holds a route to the next operator's replicas and
+// picks one per tuple with the troupe graph's policy: by key (std::hash of
+// the key modulo the replicas, as troupe::by_key) into counter, predictor and
+// moving_average, round robin (per sender) elsewhere. No router actor. The
+// sinks keep what the apps' sinks keep (fd: the outliers' ids; sd: the spikes'
+// (device, epoch)), each replica in its own set where troupe's replicas share
+// one under a mutex.
 //
-// Why not CAF's own length: scheduled_actor::mailbox().size() exists in 0.17,
-// but fifo_inbox::size() calls fetch_more(), which takes the head of the
-// lock-free inbox (lifo_inbox::take_head: "only the owner is allowed to call
-// this member function") and appends to the owner's private queue. Called from
-// the source while the receiver runs, that races with the receiver's own
-// dequeue; called while the receiver is blocked it swaps the "reader blocked"
-// tag for "empty" and the next enqueue no longer schedules the receiver. So the
-// length is kept beside the mailbox instead: the source adds one per tuple
-// before sending it and the receiver takes one off as it starts handling it,
-// both relaxed atomics. That is exactly the number of the source's tuples in
-// the receiver's mailbox (the source is its only sender of tuples).
+// Sources. Each source replica replays the whole in-memory input cyclically,
+// stamping each tuple with troupe::stream::now(). Per activation it sends at
+// most `slice` tuples and then a message to itself. Before each tuple it picks
+// the first-operator replica the tuple goes to and reads that replica's
+// mailbox gauge; at `limit` or more it ends the activation without sending
+// and retries through CAF's timer (delayed_send): its worker is free for the
+// operators meanwhile, which also keeps sources from holding every worker when
+// there are as many of them as workers (a self-message alone would: CAF's
+// default max-throughput lets an actor run on as long as its mailbox has
+// messages). A paced source (rate > 0) sends only the tuples due by now (tuple
+// k is due k / rate seconds after its start, as in troupe_apps::replay_source)
+// and, once it has caught up, sleeps through delayed_send until the next tuple
+// is due, but `nap` (50 us) at least: shorter sleeps are below what the timer
+// thread's wake-up keeps to anyway, and re-triggering at once would keep a
+// core busy at any rate. So a paced source sends bursts of at most 50 us worth
+// of tuples (or `slice`, then at once the rest), and idles in between.
 //
-// After `seconds` the source sends an end-of-stream message down the chain
-// and quits; per-sender FIFO order puts it behind every tuple, each operator
-// forwards it, and the sink, having drained, tells the main thread.
+// Mailbox gauges. scheduled_actor::mailbox().size() exists in 0.17, but
+// fifo_inbox::size() calls fetch_more(), which takes the head of the lock-free
+// inbox (lifo_inbox::take_head: "only the owner is allowed to call this member
+// function") and appends to the owner's private queue. Called from a source
+// while the receiver runs, that races with the receiver's own dequeue; called
+// while the receiver is blocked it swaps the "reader blocked" tag for "empty"
+// and the next enqueue no longer schedules the receiver. So the length is kept
+// beside each first-operator replica's mailbox instead: a source adds one per
+// tuple before sending it and the receiver takes one off as it starts
+// handling it, both relaxed atomics. That is exactly the number of source
+// tuples in that mailbox (sources are its only senders of tuples).
+//
+// End of stream. After `seconds` each source sends an end-of-stream message
+// to every replica of the next operator and quits; per-sender FIFO order puts
+// it behind that source's tuples. An actor forwards end-of-stream to every
+// downstream replica (and quits) once it has one from each of its upstream
+// replicas; each sink replica then tells the main thread, which waits for all.
 #include "impls.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <troupe/stream/metrics.hpp>
 
 #include "common/caf_support.hpp"
 #include "fd/fd.hpp"
+#include "sd/sd.hpp"
 #include "wc/wc.hpp"
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::wc::line)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::wc::word)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::wc::count)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::fd::transaction)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::sd::reading)
 
 namespace {
 
 namespace wc = troupe_apps::wc;
 namespace fd = troupe_apps::fd;
+namespace sd = troupe_apps::sd;
+using bench::apps::outcome;
 using troupe::stream::now;
 
 using go_atom = caf::atom_constant<caf::atom("go")>;
 using eos_atom = caf::atom_constant<caf::atom("eos")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 
-constexpr int slice = 100;             // tuples per source activation, at most
-constexpr std::int64_t limit = 1024;   // the first operator's mailbox length that holds the source back
+constexpr int slice = 100;                 // tuples per source activation, at most
+constexpr std::int64_t limit = 1024;       // the mailbox length of a first-operator replica that holds sources back
+constexpr std::chrono::nanoseconds nap{50'000};  // the shortest sleep of a paced source that is ahead
 
-/// The number of the source's tuples in the first operator's mailbox.
+/// The number of source tuples in one first-operator replica's mailbox.
 struct mailbox_gauge {
   alignas(64) std::atomic<std::int64_t> n{0};
   std::int64_t get() const noexcept { return n.load(std::memory_order_relaxed); }
@@ -67,230 +99,416 @@ struct mailbox_gauge {
   void take() noexcept { n.fetch_sub(1, std::memory_order_relaxed); }
 };
 
-/// Written by the actors before they pass the end-of-stream message on (so
-/// the main thread reads them after the sink's done message).
+/// Added to by the actors as they end (before they pass end-of-stream on),
+/// read by the main thread after every sink replica's done message.
 struct results {
-  std::uint64_t sent = 0;        // source
-  std::uint64_t words = 0;       // wc splitter
-  std::uint64_t sink = 0;        // sink
-  troupe::stream::latency_histogram latency;  // sink, every tuple
+  std::atomic<std::uint64_t> sent{0};   // sources
+  std::atomic<std::uint64_t> words{0};  // wc splitters
+  std::atomic<std::uint64_t> sink{0};   // sinks
+  std::vector<troupe::stream::latency_histogram> latency;  // one per sink replica, every tuple
+  explicit results(std::size_t sinks) : latency(sinks) {}
 };
 
-// -- source --------------------------------------------------------------------
+/// How a route picks a replica by key; nullptr: round robin.
+template <class T>
+using key_hash = std::size_t (*)(const T&);
+
+/// Where an actor's output goes: the next operator's replicas.
+template <class T>
+class route {
+ public:
+  route() = default;
+  route(std::vector<caf::actor> to, key_hash<T> key) : to_{std::move(to)}, key_{key} {}
+
+  /// The replica `v` goes to (the next one in turn when round robin).
+  std::size_t pick(const T& v) const {
+    if (to_.size() == 1) return 0;
+    return key_ != nullptr ? key_(v) % to_.size() : next_ % to_.size();
+  }
+  void send(caf::event_based_actor* self, std::size_t replica, T&& v) {
+    ++next_;
+    self->send(to_[replica], std::move(v));
+  }
+  void send(caf::event_based_actor* self, T&& v) { send(self, pick(v), std::move(v)); }
+  void end(caf::event_based_actor* self) const {
+    for (auto& a : to_) self->send(a, eos_atom::value);
+  }
+
+ private:
+  std::vector<caf::actor> to_;
+  key_hash<T> key_ = nullptr;
+  std::size_t next_ = 0;
+};
+
+// -- generic actors ------------------------------------------------------------------
 
 template <class T>
 struct source_state {
-  std::shared_ptr<const std::vector<T>> data;
+  route<T> out;
   std::size_t pos = 0;
   std::uint64_t sent = 0;
-  std::uint64_t deadline = 0;  // now() at which the source stops; 0 before the first activation
+  std::uint64_t start = 0;  // now() at the first activation
 };
 
 template <class T>
-caf::behavior source(caf::stateful_actor<source_state<T>>* self, std::shared_ptr<const std::vector<T>> data,
-                     caf::actor next, mailbox_gauge* gauge, double seconds, results* res) {
-  self->state.data = std::move(data);
+caf::behavior source_actor(caf::stateful_actor<source_state<T>>* self, std::shared_ptr<const std::vector<T>> data,
+                           route<T> out, mailbox_gauge* gauges, double seconds, double rate, results* res) {
+  self->state.out = std::move(out);
+  const auto duration_ns = static_cast<std::uint64_t>(seconds * 1e9);
   return {[=](go_atom) {
     auto& st = self->state;
     const auto t = now();
-    if (st.deadline == 0) st.deadline = t + static_cast<std::uint64_t>(seconds * 1e9);
-    if (t >= st.deadline) {
-      res->sent = st.sent;
-      self->send(next, eos_atom::value);
+    if (st.start == 0) st.start = t;
+    const auto elapsed = t - st.start;
+    if (elapsed >= duration_ns) {
+      res->sent += st.sent;
+      st.out.end(self);
       self->quit();
       return;
     }
-    const auto& in = *st.data;
-    for (int k = 0; k < slice && gauge->get() < limit; ++k) {
+    std::uint64_t budget = slice;
+    if (rate > 0) {
+      // Tuple k is due k / rate seconds after the start.
+      const auto due = static_cast<std::uint64_t>(static_cast<double>(elapsed) * rate / 1e9) + 1;
+      if (st.sent >= due) {  // ahead: sleep until the next tuple is due, `nap` at least
+        const double ahead_ns = static_cast<double>(st.sent) * 1e9 / rate - static_cast<double>(elapsed);
+        self->delayed_send(self, std::max(nap, std::chrono::nanoseconds{static_cast<std::int64_t>(ahead_ns)}),
+                           go_atom::value);
+        return;
+      }
+      budget = std::min<std::uint64_t>(budget, due - st.sent);
+    }
+    const auto& in = *data;
+    for (std::uint64_t k = 0; k < budget; ++k) {
+      const auto replica = st.out.pick(in[st.pos]);
+      if (gauges[replica].get() >= limit) {
+        self->delayed_send(self, std::chrono::nanoseconds{0}, go_atom::value);
+        return;
+      }
       T v = in[st.pos];
       if (++st.pos == in.size()) st.pos = 0;
       v.stamp = now();
-      gauge->add();
-      self->send(next, std::move(v));
+      gauges[replica].add();
+      st.out.send(self, replica, std::move(v));
       ++st.sent;
     }
     self->send(self, go_atom::value);
   }};
 }
 
-// -- wc ----------------------------------------------------------------------------
-
-struct splitter_state {
-  std::uint64_t words = 0;
+/// An operator: `using in`, `using out`, `void operator()(in&, Emit)` that
+/// calls emit(out&&) for each output tuple, `void end(results&)` at
+/// end-of-stream.
+struct no_end {
+  void end(results&) {}
 };
 
-caf::behavior splitter(caf::stateful_actor<splitter_state>* self, caf::actor next, mailbox_gauge* gauge,
-                       results* res) {
-  return {[=](const wc::line& l) {
-            gauge->take();
-            const std::string& s = l.text;
-            std::size_t from = 0;
-            while (from <= s.size()) {
-              std::size_t to = s.find(' ', from);
-              if (to == std::string::npos) to = s.size();
-              if (to > from) {
-                self->send(next, wc::word{s.substr(from, to - from), l.stamp});
-                ++self->state.words;
-              }
-              from = to + 1;
-            }
+template <class Op>
+struct operator_state {
+  Op op;
+  route<typename Op::out> out;
+  std::size_t open = 0;  // upstream replicas that have not ended their stream
+};
+
+/// One replica of `op`; `gauge`: its mailbox gauge when sources feed it.
+template <class Op>
+caf::behavior operator_actor(caf::stateful_actor<operator_state<Op>>* self, Op op, route<typename Op::out> out,
+                             std::size_t upstream, mailbox_gauge* gauge, results* res) {
+  self->state.op = std::move(op);
+  self->state.out = std::move(out);
+  self->state.open = upstream;
+  return {[=](typename Op::in& v) {
+            if (gauge != nullptr) gauge->take();
+            auto& st = self->state;
+            st.op(v, [&](typename Op::out&& o) { st.out.send(self, std::move(o)); });
           },
           [=](eos_atom) {
-            res->words = self->state.words;
-            self->send(next, eos_atom::value);
+            auto& st = self->state;
+            if (--st.open > 0) return;
+            st.op.end(*res);
+            st.out.end(self);
             self->quit();
           }};
 }
 
-struct counter_state {
-  std::unordered_map<std::string, std::uint64_t> counts;
-};
-
-caf::behavior counter(caf::stateful_actor<counter_state>* self, caf::actor next) {
-  return {[=](wc::word& w) {
-            auto n = ++self->state.counts[w.text];
-            self->send(next, wc::count{std::move(w.text), n, w.stamp});
-          },
-          [=](eos_atom) {
-            self->send(next, eos_atom::value);
-            self->quit();
-          }};
-}
-
+/// A sink: `using in`, `void operator()(const in&)` (what it keeps of a tuple).
+template <class Sink>
 struct sink_state {
+  Sink keep;
   std::uint64_t n = 0;
-  std::set<std::string> outliers;  // fd: the forwarded transactions' ids, as fd.cpp's sink keeps them
+  std::size_t open = 0;
 };
 
-caf::behavior wc_sink(caf::stateful_actor<sink_state>* self, caf::actor main, results* res) {
-  return {[=](const wc::count& c) {
-            res->latency.record(now() - c.stamp);
+template <class Sink>
+caf::behavior sink_actor(caf::stateful_actor<sink_state<Sink>>* self, Sink keep, std::size_t upstream,
+                         caf::actor main, troupe::stream::latency_histogram* latency, results* res) {
+  self->state.keep = std::move(keep);
+  self->state.open = upstream;
+  return {[=](const typename Sink::in& v) {
+            latency->record(now() - v.stamp);
+            self->state.keep(v);
             ++self->state.n;
           },
           [=](eos_atom) {
-            res->sink = self->state.n;
+            auto& st = self->state;
+            if (--st.open > 0) return;
+            res->sink += st.n;
             self->send(main, done_atom::value);
             self->quit();
           }};
 }
 
+/// Tells graph::stage that sources feed it (its replicas keep the gauges).
+constexpr bool fed_by_sources = true;
+
+/// One CAF system running one application: `replicas` actors per operator,
+/// spawned back to front (sinks first), then the sources, then run().
+class graph {
+ public:
+  explicit graph(outcome& o)
+      : o_{o}, res_{o.replicas}, gauges_(o.replicas), cfg_{static_cast<std::int64_t>(o.workers)}, sys_{cfg_},
+        self_{sys_} {
+    bench::caf_support::check_workers(sys_, static_cast<std::int64_t>(o.workers));
+  }
+
+  template <class Sink>
+  std::vector<caf::actor> sinks(Sink keep) {
+    return replicas([&](std::size_t i) {
+      return sys_.spawn(sink_actor<Sink>, keep, o_.replicas, caf::actor_cast<caf::actor>(self_), &res_.latency[i],
+                        &res_);
+    });
+  }
+
+  /// The replicas of `op`, sending to `next` by `key` (nullptr: round robin).
+  template <class Op>
+  std::vector<caf::actor> stage(Op op, std::vector<caf::actor> next, key_hash<typename Op::out> key,
+                                bool from_sources = false) {
+    return replicas([&](std::size_t i) {
+      return sys_.spawn(operator_actor<Op>, op, route<typename Op::out>{next, key}, o_.replicas,
+                        from_sources ? &gauges_[i] : nullptr, &res_);
+    });
+  }
+
+  /// Spawns the sources, sending `data` to `first` by `key`; runs until every
+  /// sink has drained and fills in the outcome.
+  template <class T>
+  void run(std::shared_ptr<const std::vector<T>> data, const std::vector<caf::actor>& first, key_hash<T> key) {
+    auto& o = o_;
+    auto sources = replicas([&](std::size_t) {
+      return sys_.spawn(source_actor<T>, data, route<T>{first, key}, gauges_.data(), o.seconds, o.rate, &res_);
+    });
+    bench::stopwatch sw;
+    for (auto& s : sources) self_->send(s, go_atom::value);
+    for (std::size_t i = 0; i < o.replicas; ++i) self_->receive([](done_atom) {});
+    o.elapsed_s = sw.seconds();
+    o.source_tuples = res_.sent;
+    o.sink_tuples = res_.sink;
+    o.words = res_.words;
+    troupe::stream::latency_histogram latency;
+    for (auto& h : res_.latency) latency.merge(h);
+    o.p50_us = static_cast<double>(latency.percentile(0.5)) / 1000.0;
+    o.p95_us = static_cast<double>(latency.percentile(0.95)) / 1000.0;
+    bench::check_eq("latency measurements (tuples at the sink)", static_cast<std::int64_t>(o.sink_tuples),
+                    static_cast<std::int64_t>(latency.count()));
+    for (auto& g : gauges_)
+      bench::check_eq("source tuples left in a first-operator mailbox gauge", 0, g.get());
+  }
+
+ private:
+  template <class Spawn>
+  std::vector<caf::actor> replicas(Spawn spawn) {
+    std::vector<caf::actor> out;
+    for (std::size_t i = 0; i < o_.replicas; ++i) out.push_back(spawn(i));
+    return out;
+  }
+
+  outcome& o_;
+  // The actors use these until they end; declared before the actor system,
+  // they outlive it (its destructor waits for every actor).
+  results res_;
+  std::vector<mailbox_gauge> gauges_;  // one per first-operator replica
+  bench::caf_support::config cfg_;
+  caf::actor_system sys_;
+  caf::scoped_actor self_;
+};
+
+// -- wc ----------------------------------------------------------------------------
+
+struct splitter : no_end {
+  using in = wc::line;
+  using out = wc::word;
+  std::uint64_t words = 0;
+  template <class Emit>
+  void operator()(const wc::line& l, Emit emit) {
+    const std::string& s = l.text;
+    std::size_t from = 0;
+    while (from <= s.size()) {
+      std::size_t to = s.find(' ', from);
+      if (to == std::string::npos) to = s.size();
+      if (to > from) {
+        emit(wc::word{s.substr(from, to - from), l.stamp});
+        ++words;
+      }
+      from = to + 1;
+    }
+  }
+  void end(results& r) { r.words += words; }
+};
+
+struct counter : no_end {
+  using in = wc::word;
+  using out = wc::count;
+  std::unordered_map<std::string, std::uint64_t> counts;
+  template <class Emit>
+  void operator()(wc::word& w, Emit emit) {
+    auto n = ++counts[w.text];
+    emit(wc::count{std::move(w.text), n, w.stamp});
+  }
+};
+
+struct wc_sink {
+  using in = wc::count;
+  void operator()(const wc::count&) {}
+};
+
+std::size_t word_key(const wc::word& w) { return std::hash<std::string>{}(w.text); }
+
+void run_wc(outcome& o) {
+  auto data = std::make_shared<std::vector<wc::line>>();
+  for (auto& l : troupe_apps::read_lines(bench::apps::wc_input())) data->push_back(wc::line{std::move(l), 0});
+  graph g{o};
+  auto snk = g.sinks(wc_sink{});
+  auto cnt = g.stage(counter{}, snk, nullptr);
+  auto spl = g.stage(splitter{}, cnt, word_key, fed_by_sources);
+  g.run<wc::line>(std::move(data), spl, nullptr);
+}
+
 // -- fd ----------------------------------------------------------------------------
 
-struct predictor_state {
+struct predictor : no_end {
+  using in = fd::transaction;
+  using out = fd::transaction;
+  const fd::model* m = nullptr;
   struct recent {
     std::array<std::uint8_t, fd::window> s{};
     std::size_t n = 0;  // states seen (the last `window` are kept, oldest first)
   };
   std::unordered_map<std::string, recent> customers;
+  template <class Emit>
+  void operator()(fd::transaction& t, Emit emit) {
+    auto& r = customers[std::string{t.customer, 3}];
+    if (r.n < fd::window) {
+      r.s[r.n++] = t.state;
+    } else {
+      for (std::size_t i = 1; i < fd::window; ++i) r.s[i - 1] = r.s[i];
+      r.s[fd::window - 1] = t.state;
+    }
+    if (r.n < fd::window) return;
+    double miss = 0;
+    for (std::size_t i = 1; i < fd::window; ++i) miss += 1.0 - m->p[r.s[i - 1]][r.s[i]];
+    t.score = miss / (fd::window - 1);
+    if (t.score > fd::threshold) emit(std::move(t));
+  }
 };
 
-caf::behavior predictor(caf::stateful_actor<predictor_state>* self, caf::actor next, const fd::model* m,
-                        mailbox_gauge* gauge) {
-  return {[=](fd::transaction& t) {
-            gauge->take();
-            auto& r = self->state.customers[std::string{t.customer, 3}];
-            if (r.n < fd::window) {
-              r.s[r.n++] = t.state;
-            } else {
-              for (std::size_t i = 1; i < fd::window; ++i) r.s[i - 1] = r.s[i];
-              r.s[fd::window - 1] = t.state;
-            }
-            if (r.n < fd::window) return;
-            double miss = 0;
-            for (std::size_t i = 1; i < fd::window; ++i) miss += 1.0 - m->p[r.s[i - 1]][r.s[i]];
-            t.score = miss / (fd::window - 1);
-            if (t.score > fd::threshold) self->send(next, t);
-          },
-          [=](eos_atom) {
-            self->send(next, eos_atom::value);
-            self->quit();
-          }};
-}
+struct fd_sink {
+  using in = fd::transaction;
+  std::set<std::string> outliers;  // the forwarded transactions' ids, as fd.cpp's sink keeps them
+  void operator()(const fd::transaction& t) { outliers.insert(t.id); }
+};
 
-caf::behavior fd_sink(caf::stateful_actor<sink_state>* self, caf::actor main, results* res) {
-  return {[=](const fd::transaction& t) {
-            res->latency.record(now() - t.stamp);
-            self->state.outliers.insert(t.id);
-            ++self->state.n;
-          },
-          [=](eos_atom) {
-            res->sink = self->state.n;
-            self->send(main, done_atom::value);
-            self->quit();
-          }};
-}
+std::size_t customer_key(const fd::transaction& t) { return std::hash<std::string_view>{}({t.customer, 3}); }
 
-// -- runs --------------------------------------------------------------------------
-
-/// Starts the source, waits for the sink's done message, fills `o`.
-void measure(caf::scoped_actor& self, const caf::actor& src, const results& res, const mailbox_gauge& gauge,
-             bench::apps_max_rate::outcome& o) {
-  bench::stopwatch sw;
-  self->send(src, go_atom::value);
-  self->receive([](done_atom) {});
-  o.elapsed_s = sw.seconds();
-  o.source_tuples = res.sent;
-  o.sink_tuples = res.sink;
-  o.words = res.words;
-  o.p50_us = static_cast<double>(res.latency.percentile(0.5)) / 1000.0;
-  o.p95_us = static_cast<double>(res.latency.percentile(0.95)) / 1000.0;
-  bench::check_eq("latency measurements (tuples at the sink)", static_cast<std::int64_t>(res.sink),
-                  static_cast<std::int64_t>(res.latency.count()));
-  bench::check_eq("source tuples left in the first operator's mailbox gauge", 0, gauge.get());
-}
-
-// One CAF system for one app: `spawn(sys, self, gauge, results)` builds the
-// actors back to front and returns the source.
-template <class Spawn>
-void run_app(const bench::params& p, bench::apps_max_rate::outcome& o, Spawn spawn) {
-  mailbox_gauge gauge;
-  auto res = std::make_unique<results>();
-  const auto workers = p.get("workers");
-  bench::caf_support::config cfg{workers};
-  caf::actor_system sys{cfg};
-  bench::caf_support::check_workers(sys, workers);
-  caf::scoped_actor self{sys};
-  auto src = spawn(sys, self, gauge, res.get());
-  measure(self, src, *res, gauge, o);
-}
-
-void run_wc(const bench::params& p, bench::apps_max_rate::outcome& o) {
-  auto data = std::make_shared<std::vector<wc::line>>();
-  for (auto& l : troupe_apps::read_lines(bench::apps_max_rate::wc_input())) data->push_back(wc::line{std::move(l), 0});
-  run_app(p, o, [&](caf::actor_system& sys, caf::scoped_actor& self, mailbox_gauge& gauge, results* res) {
-    auto snk = sys.spawn(wc_sink, caf::actor_cast<caf::actor>(self), res);
-    auto cnt = sys.spawn(counter, snk);
-    auto spl = sys.spawn(splitter, cnt, &gauge, res);
-    return sys.spawn(source<wc::line>, std::shared_ptr<const std::vector<wc::line>>{data}, spl, &gauge,
-                     static_cast<double>(p.get("seconds")), res);
-  });
-}
-
-void run_fd(const bench::params& p, bench::apps_max_rate::outcome& o) {
-  const auto m = fd::model::load(bench::apps_max_rate::fd_model());
+void run_fd(outcome& o) {
+  const auto m = fd::model::load(bench::apps::fd_model());
   auto data = std::make_shared<std::vector<fd::transaction>>();
-  for (auto& l : fd::generate(800'000, 10'000, m)) {
+  for (auto& l : fd::generate(bench::apps::fd_transactions, 10'000, m)) {
     fd::transaction t;
     if (fd::parse(l, m, t)) data->push_back(t);
   }
-  bench::check_eq("fd: generated transactions that parse", 800'000, static_cast<std::int64_t>(data->size()));
-  run_app(p, o, [&](caf::actor_system& sys, caf::scoped_actor& self, mailbox_gauge& gauge, results* res) {
-    auto snk = sys.spawn(fd_sink, caf::actor_cast<caf::actor>(self), res);
-    auto pred = sys.spawn(predictor, snk, &m, &gauge);
-    return sys.spawn(source<fd::transaction>, std::shared_ptr<const std::vector<fd::transaction>>{data}, pred, &gauge,
-                     static_cast<double>(p.get("seconds")), res);
-  });
+  bench::check_eq("fd: generated transactions that parse", static_cast<std::int64_t>(bench::apps::fd_transactions),
+                  static_cast<std::int64_t>(data->size()));
+  graph g{o};
+  predictor pred;
+  pred.m = &m;
+  auto snk = g.sinks(fd_sink{});
+  auto prd = g.stage(std::move(pred), snk, nullptr, fed_by_sources);
+  g.run<fd::transaction>(std::move(data), prd, customer_key);
 }
+
+// -- sd ----------------------------------------------------------------------------
+
+struct moving_average : no_end {
+  using in = sd::reading;
+  using out = sd::reading;
+  struct series {
+    std::vector<double> last;  // ring of the last `window` values
+    std::size_t next = 0;
+    double sum = 0;
+  };
+  std::unordered_map<int, series> devices;
+  template <class Emit>
+  void operator()(sd::reading& r, Emit emit) {
+    constexpr std::size_t window = bench::apps::sd_window;
+    auto& s = devices[r.device];
+    if (s.last.size() < window) {
+      s.last.push_back(r.value);
+      s.sum += r.value;
+    } else {
+      s.sum += r.value - s.last[s.next];
+      s.last[s.next] = r.value;
+      s.next = s.next + 1 == window ? 0 : s.next + 1;
+    }
+    r.average = s.sum / static_cast<double>(s.last.size());
+    emit(std::move(r));
+  }
+};
+
+struct detector : no_end {
+  using in = sd::reading;
+  using out = sd::reading;
+  template <class Emit>
+  void operator()(sd::reading& r, Emit emit) {
+    if (std::abs(r.value - r.average) > bench::apps::sd_threshold * r.average) emit(std::move(r));
+  }
+};
+
+struct sd_sink {
+  using in = sd::reading;
+  std::set<std::pair<int, std::uint64_t>> spikes;  // (device, epoch), as sd.cpp's sink keeps them
+  void operator()(const sd::reading& r) { spikes.emplace(r.device, r.epoch); }
+};
+
+std::size_t device_key(const sd::reading& r) { return std::hash<int>{}(r.device); }
+
+void run_sd(outcome& o) {
+  auto data = std::make_shared<std::vector<sd::reading>>();
+  for (auto& l : sd::generate(bench::apps::sd_readings)) {
+    sd::reading r;
+    if (sd::parse(l, r)) data->push_back(r);
+  }
+  bench::check_eq("sd: generated readings that parse", static_cast<std::int64_t>(bench::apps::sd_readings),
+                  static_cast<std::int64_t>(data->size()));
+  graph g{o};
+  auto snk = g.sinks(sd_sink{});
+  auto det = g.stage(detector{}, snk, nullptr);
+  auto avg = g.stage(moving_average{}, det, nullptr, fed_by_sources);
+  g.run<sd::reading>(std::move(data), avg, device_key);
+}
+
+// lr: void run_lr(outcome& o) { ...load the input; graph g{o}; the operators
+// back to front with g.sinks / g.stage; g.run(data, first, key); }
 
 }  // namespace
 
 bench::sample bench::run_caf(const params& p) {
-  apps_max_rate::outcome o;
-  o.app = p.get("app");
-  o.seconds = static_cast<double>(p.get("seconds"));
-  apps_max_rate::app_name(o.app);  // rejects an unknown app
-  if (o.app == apps_max_rate::app_wc) run_wc(p, o);
-  else run_fd(p, o);
+  outcome o{p};
+  switch (o.id) {
+    case apps::app::wc: run_wc(o); break;
+    case apps::app::fd: run_fd(o); break;
+    case apps::app::sd: run_sd(o); break;
+    // lr: case apps::app::lr: run_lr(o); break;
+  }
   o.check();
   return o.report();
 }

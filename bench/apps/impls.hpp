@@ -1,44 +1,95 @@
-// apps_max_rate: the streaming applications of apps/ at their maximum rate.
-// Each application runs with one replica per operator; its source replays
-// the in-memory input cyclically at full speed for `seconds`, held back only
-// by backpressure; then the run ends when the sink has drained.
+// apps: the streaming applications of apps/ on troupe and as CAF 0.17 actors,
+// measured three ways (the AGERE paper's Figs. 12-17). Three executables share
+// the implementations (troupe.cpp, caf.cpp) and this header:
+//   bench_apps_max_rate    (max_rate.cpp)   one replica per operator, every
+//                          source at full speed, held back only by
+//                          backpressure (Fig. 16)
+//   bench_apps_rate_sweep  (rate_sweep.cpp) one replica per operator, the
+//                          source paced at a range of offered rates, plus full
+//                          speed: sink throughput against offered rate (Figs. 12-15)
+//   bench_apps_replicated  (replicated.cpp) every operator replicated, every
+//                          source at full speed (Fig. 17)
+// Each source replica replays the whole in-memory input cyclically for
+// `seconds`; then end-of-stream flows down the graph and the run ends when
+// every sink replica has drained.
 //
-// params:
-//   app       0 = wc (Word Count: source -> splitter -> counter -> sink, the
-//             input apps/data/book.dat), 1 = fd (Fraud Detection: source ->
-//             predictor -> sink, 800,000 generated transactions and the model
-//             apps/data/fd_model.txt)
-//   seconds   how long the source emits (quick 5, full 10)
-//   workers   scheduler threads (2)
+// The applications (the `app` param; graph, routing into each operator):
+//   0 wc  Word Count: source -> splitter (round robin) -> counter (by word)
+//         -> sink (round robin); input apps/data/book.dat, one tuple a line
+//   1 fd  Fraud Detection: source -> predictor (by customer) -> sink (round
+//         robin); 800,000 generated transactions and apps/data/fd_model.txt
+//   2 sd  Spike Detection: source -> moving_average (by device; mean of the
+//         device's last 1000 temperatures, slide 1) -> detector (round robin;
+//         forwards |value - mean| > 0.025 * mean) -> sink (round robin);
+//         1,000,000 generated readings
+//   (3 lr, Linear Road, goes here next: see app_table below.)
+//
+// params (every variant of every executable sets all of them):
+//   app       see above
+//   rate      tuples/s per source replica; 0 = full speed
+//   replicas  replicas of every operator, source and sink included
+//   seconds   how long the sources emit
+//   workers   scheduler threads
+// variants:
+//   max_rate    one per app: rate 0, replicas 1, workers 2, seconds quick 5 / full 10
+//   rate_sweep  per app, one per offered rate of app_table (quick_rates or
+//               full_rates, chosen to bracket both implementations' maximum
+//               measured on the 2-core machine) and one at full speed
+//               ("<app> full"); replicas 1, workers 2, seconds quick 3 / full 10
+//   replicated  per app: "<app> x2": replicas 2, workers 2; and, where it
+//               differs from that one, "<app> xR/C": C = the machine's cores
+//               (std::thread::hardware_concurrency) as workers and
+//               R = max(2, C / operators) replicas of each operator, which
+//               fills the cores as the paper did (its 48 cores: wc x12, fd
+//               x16, sd x12); rate 0; seconds quick 5 / full 10
 // impls:
-//   troupe   troupe_apps::wc::run / troupe_apps::fd::run (the applications
-//            themselves: troupe's typed streaming layer, channels of 1024
-//            slots, every node on the actor system's pool; every sink tuple's
-//            latency is measured)
-//   caf      CAF 0.17 event-based actors, one per operator, the same operator
-//            code. The source sends slices of at most 100 tuples per
-//            activation and re-triggers itself with a message; before each
-//            tuple it reads the first operator's mailbox length and, at 1024
-//            or more, ends the activation without sending (the AGERE paper's
-//            send_next_if experiment). The length is a counter kept next to
-//            the mailbox (see caf.cpp for why not CAF's own mailbox().size()).
-//            The other actors' mailboxes are unbounded as in plain CAF.
-// Measured region: from the start of the graph until the sink has drained
-// (troupe: run_result::elapsed_s; caf: the same span by bench::stopwatch).
-// Loading and parsing the input is not in it.
-// Figure: sink_tuples_per_s (an extra figure, also the primary metric).
-// Extras: source_tuples_per_s, sink_tuples_per_s, latency_p50_us,
-// latency_p95_us (source stamp to sink, every sink tuple), sink_tuples,
-// drain_s (elapsed_s - seconds: how long the graph ran on after the source
-// stopped, i.e. how far behind the sink was).
-// Peak RSS comes from the harness.
-// Check: the sink got tuples; wc: the sink's count equals the number of words
-// the splitter produced (troupe: the sum of the counter's final counts); fd:
-// the sink's count is at most the source's.
+//   troupe   troupe_apps::<app>::run (the applications themselves:
+//            troupe's typed streaming layer, channels of 1024 slots, every node
+//            on the actor system's pool, a farm per operator with the routing
+//            above; cli::rate paces each source replica, cli::parallelism
+//            gives every operator `replicas`; every sink tuple's latency is
+//            measured)
+//   caf      CAF 0.17 event-based actors, one per replica of each operator,
+//            the same operator code (caf.cpp). Each upstream actor routes
+//            straight into the downstream replicas with the troupe graph's
+//            policy (by key: std::hash of the key modulo the replicas, as
+//            troupe::by_key; otherwise round robin), no router actor. A
+//            source sends slices of at most 100 tuples per activation and
+//            re-triggers itself with a message; before each tuple it reads the
+//            mailbox length of the first-operator replica that tuple goes to
+//            and, at 1024 or more, ends the activation and retries through
+//            CAF's timer (the AGERE paper's send_next_if experiment; its
+//            worker is free meanwhile). The length is a counter kept next to
+//            each first-operator replica's mailbox (see caf.cpp for why not
+//            CAF's own mailbox().size()). The other actors' mailboxes are
+//            unbounded as in plain CAF. A paced source sends the tuples that
+//            are due and, once caught up, sleeps through CAF's timer
+//            (delayed_send) until the next one is due, 50 us at least (so it
+//            sends bursts of up to 50 us worth of tuples; troupe's paced
+//            source instead polls the clock tuple by tuple).
+// Measured region: from the start of the graph until every sink replica has
+// drained (troupe: run_result::elapsed_s; caf: the same span by
+// bench::stopwatch). Loading and parsing the input is not in it.
+// Figure: sink_tuples_per_s (an extra figure, also the primary metric
+// tuples_per_s).
+// Extras: source_tuples_per_s, sink_tuples_per_s, offered_tuples_per_s (rate
+// x replicas; paced sources only), latency_p50_us, latency_p95_us (source stamp
+// to sink, every sink tuple), sink_tuples, drain_s (elapsed_s - seconds: how
+// long the graph ran on after the sources stopped, i.e. how far behind the
+// sinks were).
+// Peak RSS comes from the harness. Plot: scripts/plot_bench.py draws
+// apps_rate_sweep as sink tuples/s (and latency) against offered rate.
+// Check: the sinks got tuples; wc: the sinks' count equals the number of
+// words the splitters produced (troupe: the sum of the counters' final
+// counts); fd, sd: the sinks' count is at most the sources'.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/harness.hpp"
 
@@ -47,40 +98,82 @@ namespace bench {
 sample run_troupe(const params& p);
 sample run_caf(const params& p);
 
-namespace apps_max_rate {
+namespace apps {
 
-inline constexpr std::int64_t app_wc = 0;
-inline constexpr std::int64_t app_fd = 1;
+enum class app : std::int64_t {
+  wc = 0,
+  fd = 1,
+  sd = 2,
+  // lr = 3: add it here, to app_table, and a run_lr in troupe.cpp and caf.cpp.
+};
 
-inline std::string app_name(std::int64_t app) {
-  if (app == app_wc) return "wc";
-  if (app == app_fd) return "fd";
-  throw std::runtime_error("apps_max_rate: unknown app " + std::to_string(app));
+/// What the benchmarks need to know of an application.
+struct app_info {
+  app id;
+  const char* name;
+  std::size_t operators;  // in the graph, source and sink included (troupe_apps::<app>::operators)
+  std::vector<std::int64_t> quick_rates, full_rates;  // rate_sweep: offered source tuples/s
+};
+
+inline const std::vector<app_info>& app_table() {
+  // Maxima measured with bench_apps_max_rate on the 2-core machine (source
+  // tuples/s, one replica per operator): wc troupe ~330-440k lines/s, caf
+  // ~20-40k; fd troupe ~3M, caf ~2M; sd troupe ~29M, caf ~2.8M.
+  static const std::vector<app_info> table{
+      {app::wc, "wc", 4, {10'000, 30'000, 100'000, 300'000, 1'000'000},
+       {5'000, 10'000, 20'000, 50'000, 100'000, 200'000, 500'000, 1'000'000}},
+      {app::fd, "fd", 3, {100'000, 300'000, 1'000'000, 2'000'000, 5'000'000},
+       {100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000}},
+      {app::sd, "sd", 4, {300'000, 1'000'000, 3'000'000, 10'000'000, 30'000'000},
+       {200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000, 20'000'000, 50'000'000}},
+      // {app::lr, "lr", 9, {...}, {...}},
+  };
+  return table;
+}
+
+inline const app_info& info(std::int64_t a) {
+  for (auto& i : app_table())
+    if (static_cast<std::int64_t>(i.id) == a) return i;
+  throw std::runtime_error("apps: unknown app " + std::to_string(a));
 }
 
 inline std::string wc_input() { return TROUPE_APPS_DATA "/book.dat"; }
 inline std::string fd_model() { return TROUPE_APPS_DATA "/fd_model.txt"; }
+inline constexpr std::size_t fd_transactions = 800'000;
+inline constexpr std::size_t sd_readings = 1'000'000;
+inline constexpr std::size_t sd_window = 1000;
+inline constexpr double sd_threshold = 0.025;
 
 /// What both implementations measured; reported and checked the same way.
 struct outcome {
-  std::int64_t app = 0;
-  double seconds = 0;  // how long the source was asked to emit
+  app id;
+  double seconds;  // how long the sources were asked to emit
+  double rate;     // per source replica; 0 = full speed
+  std::size_t replicas;
+  std::size_t workers;
   double elapsed_s = 0;
   std::uint64_t source_tuples = 0;
   std::uint64_t sink_tuples = 0;
-  std::uint64_t words = 0;  // wc: words the splitter produced
+  std::uint64_t words = 0;  // wc: words the splitters produced
   double p50_us = 0, p95_us = 0;
+
+  explicit outcome(const params& p)
+      : id{info(p.get("app")).id},
+        seconds{static_cast<double>(p.get("seconds"))},
+        rate{static_cast<double>(p.get("rate"))},
+        replicas{static_cast<std::size_t>(std::max<std::int64_t>(1, p.get("replicas")))},
+        workers{static_cast<std::size_t>(p.get("workers"))} {}
 
   void check() const {
     bench::check(sink_tuples > 0, "the sink got no tuple");
     bench::check(source_tuples > 0, "the source sent nothing");
-    if (app == app_wc) {
+    if (id == app::wc) {
       check_eq("wc: tuples at the sink (words the splitter produced)", static_cast<std::int64_t>(words),
                static_cast<std::int64_t>(sink_tuples));
     } else {
-      bench::check(sink_tuples <= source_tuples,
-                   "fd: more tuples at the sink (" + std::to_string(sink_tuples) + ") than the source sent (" +
-                       std::to_string(source_tuples) + ")");
+      bench::check(sink_tuples <= source_tuples, std::string{info(static_cast<std::int64_t>(id)).name} +
+                                                     ": more tuples at the sink (" + std::to_string(sink_tuples) +
+                                                     ") than the source sent (" + std::to_string(source_tuples) + ")");
     }
   }
 
@@ -91,6 +184,7 @@ struct outcome {
     const double snk = elapsed_s > 0 ? static_cast<double>(sink_tuples) / elapsed_s : 0;
     s.add("source_tuples_per_s", src, "tuples/s", true);
     s.add("sink_tuples_per_s", snk, "tuples/s", true);
+    if (rate > 0) s.add("offered_tuples_per_s", rate * static_cast<double>(replicas), "tuples/s", true);
     s.add("latency_p50_us", p50_us, "us");
     s.add("latency_p95_us", p95_us, "us");
     s.add("sink_tuples", static_cast<double>(sink_tuples), "tuples", true);
@@ -99,5 +193,41 @@ struct outcome {
   }
 };
 
-}  // namespace apps_max_rate
+/// A variant's parameters, all of them (see the header comment).
+inline params variant_params(const app_info& a, std::int64_t rate, std::int64_t replicas, std::int64_t seconds,
+                             std::int64_t workers) {
+  return params{{"app", static_cast<std::int64_t>(a.id)},
+                {"rate", rate},
+                {"replicas", replicas},
+                {"seconds", seconds},
+                {"workers", workers}};
+}
+
+/// The spec of one of the three executables: both implementations, the
+/// primary figure, and for each app of app_table the variants `per_app(app,
+/// full)` gives.
+template <class PerApp>
+spec apps_spec(std::string name, std::string description, PerApp per_app) {
+  spec s;
+  s.name = std::move(name);
+  s.description = std::move(description);
+  s.impls = {{"troupe", run_troupe}, {"caf", run_caf}};
+  // The sources run for a time, so the tuple count is not a parameter: the
+  // primary figure is the implementations' extra figure sink_tuples_per_s
+  // (named tuples_per_s here so that the JSON has one line per metric name).
+  s.primary = metric{"tuples_per_s", "tuples/s", true, [](const sample& r, const params&) {
+                       auto it = r.extra.find("sink_tuples_per_s");
+                       return it == r.extra.end() ? 0.0 : it->second.value;
+                     }};
+  s.variants = [per_app](bool full) {
+    std::vector<variant> v;
+    for (auto& a : app_table())
+      for (auto& one : per_app(a, full)) v.push_back(std::move(one));
+    return v;
+  };
+  s.default_runs = 3;
+  return s;
+}
+
+}  // namespace apps
 }  // namespace bench

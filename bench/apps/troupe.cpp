@@ -1,38 +1,65 @@
-// apps_max_rate, troupe: the applications themselves (troupe_apps::wc::run,
-// troupe_apps::fd::run) with their default input, one replica per operator,
-// the source at full speed for `seconds`.
+// apps, troupe: the applications themselves (troupe_apps::<app>::run) with
+// their default input; cli::rate paces each source replica, cli::parallelism
+// gives every operator `replicas`.
 #include "impls.hpp"
 
 #include <numeric>
+#include <string>
 
 #include "fd/fd.hpp"
+#include "sd/sd.hpp"
 #include "wc/wc.hpp"
 
+namespace {
+
+using bench::apps::outcome;
+using troupe_apps::cli;
+using troupe_apps::run_result;
+
+run_result run_wc(troupe::actor_system& sys, cli& c, outcome& o) {
+  c.input = bench::apps::wc_input();
+  auto w = troupe_apps::wc::run(sys, c);
+  // A counter counts every word it gets once; the sum of the final counts is
+  // the number of words the splitters produced.
+  o.words = std::accumulate(w.final_counts.begin(), w.final_counts.end(), std::uint64_t{0},
+                            [](std::uint64_t a, const auto& kv) { return a + kv.second; });
+  return std::move(w.result);
+}
+
+run_result run_fd(troupe::actor_system& sys, cli& c, outcome&) {
+  // c.input stays empty: the application generates its 800,000 transactions.
+  c.extra["model"] = bench::apps::fd_model();
+  return troupe_apps::fd::run(sys, c).result;
+}
+
+run_result run_sd(troupe::actor_system& sys, cli& c, outcome&) {
+  // c.input stays empty: the application generates its 1,000,000 readings.
+  c.extra["window"] = std::to_string(bench::apps::sd_window);
+  c.extra["threshold"] = std::to_string(bench::apps::sd_threshold);
+  return troupe_apps::sd::run(sys, c).result;
+}
+
+// lr: run_result run_lr(troupe::actor_system& sys, cli& c, outcome&) { return troupe_apps::lr::run(sys, c).result; }
+
+}  // namespace
+
 bench::sample bench::run_troupe(const params& p) {
-  using namespace apps_max_rate;
-  const auto app = p.get("app");
-  app_name(app);  // rejects an unknown app
-  troupe_apps::cli c;
-  c.duration = static_cast<double>(p.get("seconds"));
-  // c.parallelism stays empty: one replica per operator.
-  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
-  outcome o;
-  o.app = app;
-  o.seconds = c.duration;
-  troupe_apps::run_result r;
-  if (app == app_wc) {
-    c.input = wc_input();
-    auto w = troupe_apps::wc::run(sys, c);
-    // The counter counts every word it gets once; the sum of its final
-    // counts is the number of words the splitter produced.
-    o.words = std::accumulate(w.final_counts.begin(), w.final_counts.end(), std::uint64_t{0},
-                              [](std::uint64_t a, const auto& kv) { return a + kv.second; });
-    r = std::move(w.result);
-  } else {
-    // c.input stays empty: the application generates its 800,000 transactions.
-    c.extra["model"] = fd_model();
-    r = troupe_apps::fd::run(sys, c).result;
+  outcome o{p};
+  const auto& app = apps::info(p.get("app"));
+  cli c;
+  c.duration = o.seconds;
+  c.rate = o.rate;
+  c.parallelism.assign(app.operators, o.replicas);
+  troupe::actor_system sys{troupe::config{}.workers(o.workers)};
+  run_result r;
+  switch (app.id) {
+    case apps::app::wc: r = run_wc(sys, c, o); break;
+    case apps::app::fd: r = run_fd(sys, c, o); break;
+    case apps::app::sd: r = run_sd(sys, c, o); break;
+    // lr: case apps::app::lr: r = run_lr(sys, c, o); break;
   }
+  check_eq(std::string{app.name} + ": operators (app_table against the application's graph)",
+           static_cast<std::int64_t>(app.operators), static_cast<std::int64_t>(r.parallelism.size()));
   o.elapsed_s = r.elapsed_s;
   o.source_tuples = r.source_tuples;
   o.sink_tuples = r.sink_tuples;
