@@ -609,6 +609,51 @@ TEST(stream_idle, a_graph_waiting_for_input_sleeps) {
   }
 }
 
+namespace {
+// Emits 0 .. n-1 at `rate` elements per second, pausing while ahead.
+struct paced_source : st::node<void, std::int64_t> {
+  std::int64_t i = 0, n = 0;
+  double rate = 1;
+  std::uint64_t start = 0;
+  bool produce() {
+    if (i == n) return false;
+    const auto now = st::now();
+    if (start == 0) start = now;
+    const auto due = start + static_cast<std::uint64_t>(static_cast<double>(i) * 1e9 / rate);
+    if (now < due) {
+      pause_until(due);
+      return true;
+    }
+    send_next(std::int64_t{i++});
+    return true;
+  }
+};
+}  // namespace
+
+TEST(stream_idle, a_paced_source_keeps_its_pace_and_sleeps_between_elements) {
+  for (auto where : {st::placement::pool, st::placement::threads}) {
+    SCOPED_TRACE(where == st::placement::pool ? "pool" : "threads");
+    troupe::actor_system sys{troupe::config{}.workers(2).polling_strategy(troupe::polling::moderate)};
+    paced_source src;
+    src.n = 100;
+    src.rate = 500;  // 100 elements: at least 0.198 s
+    std::vector<std::int64_t> got;
+    st::options o;
+    o.placement = where;
+    const auto cpu0 = cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto g = troupe::spawn_pattern(sys, troupe::pipeline{src, st::sink([&](std::int64_t x) { got.push_back(x); })}, o);
+    g.wait();
+    const auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto used = cpu_seconds() - cpu0;
+    ASSERT_EQ(got.size(), 100u);
+    for (std::int64_t i = 0; i < 100; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], i);
+    EXPECT_GE(wall, 0.198);
+    // Between elements the source waits on a timer (pool) or sleeps (thread).
+    EXPECT_LT(used, 0.5 * wall) << used << " s CPU in " << wall << " s";
+  }
+}
+
 TEST(stream_actors, dropping_every_handle_ends_the_input) {
   troupe::actor_system sys{troupe::config{}.workers(2)};
   troupe::scoped_actor self{sys};

@@ -48,8 +48,14 @@ class replay_source : public troupe::stream::node<void, T> {
     if ((sent_ & 63) == 0 || rate_ > 0) {
       const auto t = troupe::stream::now();
       if (duration_ns_ != 0 && t - start_ >= duration_ns_) return false;
-      // Paced: not yet time for the next tuple (the runner comes back soon).
-      if (rate_ > 0 && static_cast<double>(t - start_) < static_cast<double>(sent_) * 1e9 / rate_) return true;
+      // Paced: not yet time for the next tuple; the runner comes back then.
+      if (rate_ > 0) {
+        const auto due = start_ + static_cast<std::uint64_t>(static_cast<double>(sent_) * 1e9 / rate_);
+        if (t < due) {
+          this->pause_until(due);
+          return true;
+        }
+      }
     }
     T v = (*data_)[pos_];
     prepare_(v, sent_ / n, *this);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "../runtime/scheduler.hpp"
+#include "../runtime/timer.hpp"
 
 namespace troupe::stream {
 
@@ -154,6 +155,35 @@ bool runner_base::linger(bool for_room) noexcept {
       if (i >= 256) std::this_thread::yield();
     }
     cpu_relax();
+  }
+}
+
+namespace {
+// Wakes a paced source; holds its graph while pending.
+class wake_task final : public troupe::detail::timer_task {
+ public:
+  wake_task(std::shared_ptr<graph_state> g, runner_base* r) : g_{std::move(g)}, r_{r} {}
+  void fire() noexcept override { r_->wake(); }
+  void discard() noexcept override {}
+
+ private:
+  std::shared_ptr<graph_state> g_;
+  runner_base* r_;
+};
+}  // namespace
+
+void runner_base::wake_at(std::uint64_t t) noexcept {
+  std::shared_ptr<graph_state> keep;
+  {
+    std::lock_guard<std::mutex> guard{graph_->mtx};
+    keep = graph_->self;
+  }
+  const auto now = stream::now();
+  const auto when = std::chrono::steady_clock::now() + std::chrono::nanoseconds{t > now ? t - now : 0};
+  try {
+    graph_->sys->add_timer(when, std::make_unique<wake_task>(std::move(keep), this));
+  } catch (...) {
+    wake();  // no timer (out of memory, or the system is stopping): come back at once
   }
 }
 

@@ -87,6 +87,8 @@ class runner_base : public troupe::detail::resumable {
   /// First activation: the graph launches every runner once (on_start).
   void start() noexcept;
 
+  /// wake() at stream::now() == t (through the actor system's timer).
+  void wake_at(std::uint64_t t) noexcept;
   bool dedicated() const noexcept { return settings_.dedicated; }
   node_metrics metrics() const;
   virtual std::size_t queued() const noexcept { return 0; }

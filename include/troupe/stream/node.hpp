@@ -14,6 +14,7 @@
 // fewer than `limit` elements (round robin and random farms: any replica
 // that does) and says whether it sent; v is moved from only if it was.
 // send_all(v) sends a copy to every replica of the next stage (punctuations).
+// A source that is ahead of its schedule calls pause_until(t) in produce().
 //
 // Lambda forms, for operators without state beyond a callable:
 //   stream::source([i = 0]() mutable -> std::optional<int> { ... })  // nullopt ends
@@ -53,11 +54,16 @@ class emitter {
   /// its routing: punctuations such as watermarks or end-of-minute markers.
   void send_all(Out&& v) { out_->send_all(std::move(v)); }
   void send_all(const Out& v) { out_->send_all(Out{v}); }
+  /// Sources: produce() is not called again before stream::now() reaches
+  /// `t` (a paced source); on the pool its worker runs other work meanwhile,
+  /// and a timer brings it back.
+  void pause_until(std::uint64_t t) noexcept { resume_at_ = t; }
 
  private:
   template <class N>
   friend class detail::runner;
   detail::outlet<Out>* out_ = nullptr;
+  std::uint64_t resume_at_ = 0;
 };
 template <>
 class emitter<void> {};
