@@ -154,7 +154,7 @@ TEST(apps_fd, outliers_equal_a_sequential_reference) {
     auto a = args(v);
     auto c = troupe_apps::cli::parse(static_cast<int>(a.size()), a.data(), troupe_apps::fd::operators, "",
                                      {{"model", TROUPE_APPS_DATA "/fd_model.txt"}});
-    auto r = troupe_apps::fd::run(sys, c);
+    auto r = troupe_apps::fd::run(sys, c, true);
     EXPECT_EQ(r.outliers, want);
     EXPECT_EQ(r.result.malformed, 3u);
     EXPECT_EQ(r.result.source_tuples, 5000u);

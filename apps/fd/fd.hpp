@@ -46,11 +46,12 @@ std::vector<std::string> generate(std::size_t lines, std::size_t customers, cons
 /// What a run leaves besides its figures: the forwarded transactions' ids.
 struct outcome {
   run_result result;
-  std::set<std::string> outliers;
+  std::set<std::string> outliers;  // run with keep = true only
 };
 
 /// Runs FD; input from c.input (or, if it is empty, 800'000 generated
-/// lines), model from c.extra["model"].
-outcome run(troupe::actor_system& sys, const cli& c);
+/// lines), model from c.extra["model"]. keep: collect the outliers' ids (a
+/// set that grows with the run; the tests use it, the benchmarks do not).
+outcome run(troupe::actor_system& sys, const cli& c, bool keep = false);
 
 }  // namespace troupe_apps::fd
