@@ -1,7 +1,8 @@
 // apps, CAF 0.17: each application as event-based actors, one per replica of
 // each operator, with the operator code of apps/ (the input, parsing and
 // model come from troupe_apps; the operators repeat the loops of wc.cpp,
-// fd.cpp and sd.cpp, which keep theirs private).
+// fd.cpp and sd.cpp, which keep theirs private; lr's operators are the logic
+// classes of lr.hpp themselves).
 //
 // Routing. Every actor holds a route to the next operator's replicas and
 // picks one per tuple with the troupe graph's policy: by key (std::hash of
@@ -9,7 +10,8 @@
 // moving_average, round robin (per sender) elsewhere. No router actor. The
 // sinks keep what the apps' sinks keep (fd: the outliers' ids; sd: the spikes'
 // (device, epoch)), each replica in its own set where troupe's replicas share
-// one under a mutex.
+// one under a mutex. lr's dispatcher sends a copy of each report to each of
+// three branches (fan_out: one route per branch, as troupe's stream::branches).
 //
 // Sources. Each source replica replays the whole in-memory input cyclically,
 // stamping each tuple with troupe::stream::now(). Per activation it sends at
@@ -45,6 +47,18 @@
 // it behind that source's tuples. An actor forwards end-of-stream to every
 // downstream replica (and quits) once it has one from each of its upstream
 // replicas; each sink replica then tells the main thread, which waits for all.
+//
+// lr (lr.cpp's graph; see impls.hpp): every operator is one of lr.hpp's logic
+// classes in a minute_op. The source replays the input with lr.cpp's minute
+// clock: after the last report of each minute it sends an end-of-minute marker
+// (a `line` with `closes` set) to every dispatcher replica, each counted in
+// that replica's mailbox gauge but not held back by it. A minute_op counts the
+// markers of all its upstream replicas (lr::minute_markers); on the last one it
+// calls logic.close and sends a marker on to every replica of the next
+// operator, of every branch (emit.all). At end-of-stream it calls
+// logic.finish before passing end-of-stream on. The sink (one replica:
+// toll_logic joins the three branches) counts the markers and end-of-stream
+// of the three branches' last operators, and the tolls it assesses.
 #include "impls.hpp"
 
 #include <algorithm>
@@ -56,6 +70,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -66,6 +81,7 @@
 
 #include "common/caf_support.hpp"
 #include "fd/fd.hpp"
+#include "lr/lr.hpp"
 #include "sd/sd.hpp"
 #include "wc/wc.hpp"
 
@@ -74,11 +90,18 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::wc::word)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::wc::count)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::fd::transaction)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::sd::reading)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::lr::line)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::lr::report)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::lr::vehicle_speed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::lr::lav)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::lr::count)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe_apps::lr::notification)
 
 namespace {
 
 namespace wc = troupe_apps::wc;
 namespace fd = troupe_apps::fd;
+namespace lr = troupe_apps::lr;
 namespace sd = troupe_apps::sd;
 using bench::apps::outcome;
 using troupe::stream::now;
@@ -102,11 +125,12 @@ struct mailbox_gauge {
 /// Added to by the actors as they end (before they pass end-of-stream on),
 /// read by the main thread after every sink replica's done message.
 struct results {
-  std::atomic<std::uint64_t> sent{0};   // sources
-  std::atomic<std::uint64_t> words{0};  // wc splitters
-  std::atomic<std::uint64_t> sink{0};   // sinks
+  std::atomic<std::uint64_t> sent{0};      // sources
+  std::atomic<std::uint64_t> words{0};     // wc splitters
+  std::atomic<std::uint64_t> sink{0};      // sinks
+  std::atomic<std::uint64_t> assessed{0};  // lr sink: tolls
+  std::atomic<std::uint64_t> charged{0};   // lr sink: tolls above 0
   std::vector<troupe::stream::latency_histogram> latency;  // one per sink replica, every tuple
-  explicit results(std::size_t sinks) : latency(sinks) {}
 };
 
 /// How a route picks a replica by key; nullptr: round robin.
@@ -117,6 +141,7 @@ using key_hash = std::size_t (*)(const T&);
 template <class T>
 class route {
  public:
+  using value_type = T;
   route() = default;
   route(std::vector<caf::actor> to, key_hash<T> key) : to_{std::move(to)}, key_{key} {}
 
@@ -130,6 +155,10 @@ class route {
     self->send(to_[replica], std::move(v));
   }
   void send(caf::event_based_actor* self, T&& v) { send(self, pick(v), std::move(v)); }
+  /// A copy to every replica (markers).
+  void send_all(caf::event_based_actor* self, T&& v) const {
+    for (auto& a : to_) self->send(a, v);
+  }
   void end(caf::event_based_actor* self) const {
     for (auto& a : to_) self->send(a, eos_atom::value);
   }
@@ -140,20 +169,72 @@ class route {
   std::size_t next_ = 0;
 };
 
-// -- generic actors ------------------------------------------------------------------
-
+/// Where an actor's output goes when it is a copy of each tuple to each of
+/// several operators (troupe's stream::branches), each with its own route.
 template <class T>
-struct source_state {
-  route<T> out;
-  std::size_t pos = 0;
-  std::uint64_t sent = 0;
-  std::uint64_t start = 0;  // now() at the first activation
+class fan_out {
+ public:
+  using value_type = T;
+  fan_out() = default;
+  explicit fan_out(std::vector<route<T>> parts) : parts_{std::move(parts)} {}
+
+  void send(caf::event_based_actor* self, T&& v) {
+    each(std::move(v), [&](route<T>& r, T&& c) { r.send(self, std::move(c)); });
+  }
+  void send_all(caf::event_based_actor* self, T&& v) {
+    each(std::move(v), [&](route<T>& r, T&& c) { r.send_all(self, std::move(c)); });
+  }
+  void end(caf::event_based_actor* self) const {
+    for (auto& r : parts_) r.end(self);
+  }
+
+ private:
+  template <class F>
+  void each(T&& v, F f) {
+    for (std::size_t i = 0; i + 1 < parts_.size(); ++i) f(parts_[i], T{v});
+    f(parts_.back(), std::move(v));
+  }
+  std::vector<route<T>> parts_;
 };
 
-template <class T>
-caf::behavior source_actor(caf::stateful_actor<source_state<T>>* self, std::shared_ptr<const std::vector<T>> data,
-                           route<T> out, mailbox_gauge* gauges, double seconds, double rate, results* res) {
+/// What an operator's emit(x) does: x to the next operator by `out`;
+/// emit.all(x): a copy to each of its replicas (markers).
+template <class Out>
+struct emitter {
+  caf::event_based_actor* self;
+  Out* out;
+  void operator()(typename Out::value_type&& v) const { out->send(self, std::move(v)); }
+  void all(typename Out::value_type&& v) const { out->send_all(self, std::move(v)); }
+};
+
+// -- generic actors ------------------------------------------------------------------
+
+/// What a source does to a tuple before sending it (troupe_apps::replay_source's
+/// Prepare): nothing. prepare(v, pass, all) may adjust v to its pass over the
+/// input (0, 1, ...) and send markers before it with all(marker&&).
+struct no_prepare {
+  template <class T, class All>
+  void operator()(T&, std::uint64_t, All&&) {}
+};
+
+template <class T, class Prepare>
+struct source_state {
+  route<T> out;
+  Prepare prepare;
+  std::size_t pos = 0;
+  std::uint64_t pass = 0;
+  std::uint64_t sent = 0;     // tuples of the input
+  std::uint64_t markers = 0;  // sent by prepare (to every first-operator replica: counted once, as troupe's send_all)
+  std::uint64_t start = 0;    // now() at the first activation
+};
+
+/// `gauges`: one per replica of the first operator, in the order of `out`.
+template <class T, class Prepare>
+caf::behavior source_actor(caf::stateful_actor<source_state<T, Prepare>>* self,
+                           std::shared_ptr<const std::vector<T>> data, route<T> out, Prepare prepare,
+                           std::span<mailbox_gauge> gauges, double seconds, double rate, results* res) {
   self->state.out = std::move(out);
+  self->state.prepare = std::move(prepare);
   const auto duration_ns = static_cast<std::uint64_t>(seconds * 1e9);
   return {[=](go_atom) {
     auto& st = self->state;
@@ -161,7 +242,7 @@ caf::behavior source_actor(caf::stateful_actor<source_state<T>>* self, std::shar
     if (st.start == 0) st.start = t;
     const auto elapsed = t - st.start;
     if (elapsed >= duration_ns) {
-      res->sent += st.sent;
+      res->sent += st.sent + st.markers;
       st.out.end(self);
       self->quit();
       return;
@@ -186,7 +267,15 @@ caf::behavior source_actor(caf::stateful_actor<source_state<T>>* self, std::shar
         return;
       }
       T v = in[st.pos];
-      if (++st.pos == in.size()) st.pos = 0;
+      st.prepare(v, st.pass, [&](T&& m) {
+        for (auto& g : gauges) g.add();
+        st.out.send_all(self, std::move(m));
+        ++st.markers;
+      });
+      if (++st.pos == in.size()) {
+        st.pos = 0;
+        ++st.pass;
+      }
       v.stamp = now();
       gauges[replica].add();
       st.out.send(self, replica, std::move(v));
@@ -197,22 +286,25 @@ caf::behavior source_actor(caf::stateful_actor<source_state<T>>* self, std::shar
 }
 
 /// An operator: `using in`, `using out`, `void operator()(in&, Emit)` that
-/// calls emit(out&&) for each output tuple, `void end(results&)` at
-/// end-of-stream.
+/// calls emit(out&&) for each output tuple (see emitter), `void
+/// end(results&, Emit)` at end-of-stream. A sink: `using in`, `void
+/// operator()(const in&)` (what it keeps of a tuple), `void end(results&)`.
 struct no_end {
-  void end(results&) {}
+  template <class... Args>
+  void end(Args&&...) {}
 };
 
-template <class Op>
+template <class Op, class Out>
 struct operator_state {
   Op op;
-  route<typename Op::out> out;
+  Out out;
   std::size_t open = 0;  // upstream replicas that have not ended their stream
 };
 
-/// One replica of `op`; `gauge`: its mailbox gauge when sources feed it.
-template <class Op>
-caf::behavior operator_actor(caf::stateful_actor<operator_state<Op>>* self, Op op, route<typename Op::out> out,
+/// One replica of `op`, sending to `out` (a route or a fan_out); `gauge`: its
+/// mailbox gauge when sources feed it.
+template <class Op, class Out>
+caf::behavior operator_actor(caf::stateful_actor<operator_state<Op, Out>>* self, Op op, Out out,
                              std::size_t upstream, mailbox_gauge* gauge, results* res) {
   self->state.op = std::move(op);
   self->state.out = std::move(out);
@@ -220,18 +312,17 @@ caf::behavior operator_actor(caf::stateful_actor<operator_state<Op>>* self, Op o
   return {[=](typename Op::in& v) {
             if (gauge != nullptr) gauge->take();
             auto& st = self->state;
-            st.op(v, [&](typename Op::out&& o) { st.out.send(self, std::move(o)); });
+            st.op(v, emitter<Out>{self, &st.out});
           },
           [=](eos_atom) {
             auto& st = self->state;
             if (--st.open > 0) return;
-            st.op.end(*res);
+            st.op.end(*res, emitter<Out>{self, &st.out});
             st.out.end(self);
             self->quit();
           }};
 }
 
-/// A sink: `using in`, `void operator()(const in&)` (what it keeps of a tuple).
 template <class Sink>
 struct sink_state {
   Sink keep;
@@ -252,6 +343,7 @@ caf::behavior sink_actor(caf::stateful_actor<sink_state<Sink>>* self, Sink keep,
           [=](eos_atom) {
             auto& st = self->state;
             if (--st.open > 0) return;
+            st.keep.end(*res);
             res->sink += st.n;
             self->send(main, done_atom::value);
             self->quit();
@@ -266,44 +358,51 @@ constexpr bool fed_by_sources = true;
 class graph {
  public:
   explicit graph(outcome& o)
-      : o_{o}, res_{o.replicas}, gauges_(o.replicas), cfg_{static_cast<std::int64_t>(o.workers)}, sys_{cfg_},
-        self_{sys_} {
+      : o_{o}, gauges_(o.replicas), cfg_{static_cast<std::int64_t>(o.workers)}, sys_{cfg_}, self_{sys_} {
     bench::caf_support::check_workers(sys_, static_cast<std::int64_t>(o.workers));
   }
 
+  /// `count` sink replicas, each ending after the end-of-stream of `upstream`
+  /// replicas (by default `replicas` both).
   template <class Sink>
-  std::vector<caf::actor> sinks(Sink keep) {
-    return replicas([&](std::size_t i) {
-      return sys_.spawn(sink_actor<Sink>, keep, o_.replicas, caf::actor_cast<caf::actor>(self_), &res_.latency[i],
-                        &res_);
+  std::vector<caf::actor> sinks(Sink keep, std::size_t count = 0, std::size_t upstream = 0) {
+    sinks_ = count != 0 ? count : o_.replicas;
+    res_.latency.resize(sinks_);
+    return replicas(sinks_, [&](std::size_t i) {
+      return sys_.spawn(sink_actor<Sink>, keep, upstream != 0 ? upstream : o_.replicas,
+                        caf::actor_cast<caf::actor>(self_), &res_.latency[i], &res_);
     });
   }
 
-  /// The replicas of `op`, sending to `next` by `key` (nullptr: round robin).
-  template <class Op>
-  std::vector<caf::actor> stage(Op op, std::vector<caf::actor> next, key_hash<typename Op::out> key,
-                                bool from_sources = false) {
-    return replicas([&](std::size_t i) {
-      return sys_.spawn(operator_actor<Op>, op, route<typename Op::out>{next, key}, o_.replicas,
-                        from_sources ? &gauges_[i] : nullptr, &res_);
+  /// The replicas of `op`, sending to `out`: a route (the next operator's
+  /// replicas, picked by a key or, with nullptr, round robin) or a fan_out.
+  template <class Op, class Out = route<typename Op::out>>
+  std::vector<caf::actor> stage(Op op, Out out, bool from_sources = false) {
+    return replicas(o_.replicas, [&](std::size_t i) {
+      return sys_.spawn(operator_actor<Op, Out>, op, out, o_.replicas, from_sources ? &gauges_[i] : nullptr, &res_);
     });
   }
 
-  /// Spawns the sources, sending `data` to `first` by `key`; runs until every
-  /// sink has drained and fills in the outcome.
-  template <class T>
-  void run(std::shared_ptr<const std::vector<T>> data, const std::vector<caf::actor>& first, key_hash<T> key) {
+  /// Spawns the sources, sending `data` to `first` by `key` (each tuple
+  /// through `prepare` first); runs until every sink has drained and fills in
+  /// the outcome.
+  template <class T, class Prepare = no_prepare>
+  void run(std::shared_ptr<const std::vector<T>> data, const std::vector<caf::actor>& first, key_hash<T> key,
+           Prepare prepare = {}) {
     auto& o = o_;
-    auto sources = replicas([&](std::size_t) {
-      return sys_.spawn(source_actor<T>, data, route<T>{first, key}, gauges_.data(), o.seconds, o.rate, &res_);
+    auto sources = replicas(o.replicas, [&](std::size_t) {
+      return sys_.spawn(source_actor<T, Prepare>, data, route<T>{first, key}, prepare, std::span{gauges_}, o.seconds,
+                        o.rate, &res_);
     });
     bench::stopwatch sw;
     for (auto& s : sources) self_->send(s, go_atom::value);
-    for (std::size_t i = 0; i < o.replicas; ++i) self_->receive([](done_atom) {});
+    for (std::size_t i = 0; i < sinks_; ++i) self_->receive([](done_atom) {});
     o.elapsed_s = sw.seconds();
     o.source_tuples = res_.sent;
     o.sink_tuples = res_.sink;
     o.words = res_.words;
+    o.tolls_assessed = res_.assessed;
+    o.tolls_charged = res_.charged;
     troupe::stream::latency_histogram latency;
     for (auto& h : res_.latency) latency.merge(h);
     o.p50_us = static_cast<double>(latency.percentile(0.5)) / 1000.0;
@@ -316,9 +415,9 @@ class graph {
 
  private:
   template <class Spawn>
-  std::vector<caf::actor> replicas(Spawn spawn) {
+  std::vector<caf::actor> replicas(std::size_t n, Spawn spawn) {
     std::vector<caf::actor> out;
-    for (std::size_t i = 0; i < o_.replicas; ++i) out.push_back(spawn(i));
+    for (std::size_t i = 0; i < n; ++i) out.push_back(spawn(i));
     return out;
   }
 
@@ -327,6 +426,7 @@ class graph {
   // they outlive it (its destructor waits for every actor).
   results res_;
   std::vector<mailbox_gauge> gauges_;  // one per first-operator replica
+  std::size_t sinks_ = 0;
   bench::caf_support::config cfg_;
   caf::actor_system sys_;
   caf::scoped_actor self_;
@@ -334,7 +434,7 @@ class graph {
 
 // -- wc ----------------------------------------------------------------------------
 
-struct splitter : no_end {
+struct splitter {
   using in = wc::line;
   using out = wc::word;
   std::uint64_t words = 0;
@@ -352,7 +452,10 @@ struct splitter : no_end {
       from = to + 1;
     }
   }
-  void end(results& r) { r.words += words; }
+  template <class Emit>
+  void end(results& r, Emit) {
+    r.words += words;
+  }
 };
 
 struct counter : no_end {
@@ -366,7 +469,7 @@ struct counter : no_end {
   }
 };
 
-struct wc_sink {
+struct wc_sink : no_end {
   using in = wc::count;
   void operator()(const wc::count&) {}
 };
@@ -378,8 +481,8 @@ void run_wc(outcome& o) {
   for (auto& l : troupe_apps::read_lines(bench::apps::wc_input())) data->push_back(wc::line{std::move(l), 0});
   graph g{o};
   auto snk = g.sinks(wc_sink{});
-  auto cnt = g.stage(counter{}, snk, nullptr);
-  auto spl = g.stage(splitter{}, cnt, word_key, fed_by_sources);
+  auto cnt = g.stage(counter{}, {snk, nullptr});
+  auto spl = g.stage(splitter{}, {cnt, word_key}, fed_by_sources);
   g.run<wc::line>(std::move(data), spl, nullptr);
 }
 
@@ -411,7 +514,7 @@ struct predictor : no_end {
   }
 };
 
-struct fd_sink {
+struct fd_sink : no_end {
   using in = fd::transaction;
   std::set<std::string> outliers;  // the forwarded transactions' ids, as fd.cpp's sink keeps them
   void operator()(const fd::transaction& t) { outliers.insert(t.id); }
@@ -432,7 +535,7 @@ void run_fd(outcome& o) {
   predictor pred;
   pred.m = &m;
   auto snk = g.sinks(fd_sink{});
-  auto prd = g.stage(std::move(pred), snk, nullptr, fed_by_sources);
+  auto prd = g.stage(std::move(pred), {snk, nullptr}, fed_by_sources);
   g.run<fd::transaction>(std::move(data), prd, customer_key);
 }
 
@@ -473,7 +576,7 @@ struct detector : no_end {
   }
 };
 
-struct sd_sink {
+struct sd_sink : no_end {
   using in = sd::reading;
   std::set<std::pair<int, std::uint64_t>> spikes;  // (device, epoch), as sd.cpp's sink keeps them
   void operator()(const sd::reading& r) { spikes.emplace(r.device, r.epoch); }
@@ -491,13 +594,117 @@ void run_sd(outcome& o) {
                   static_cast<std::int64_t>(data->size()));
   graph g{o};
   auto snk = g.sinks(sd_sink{});
-  auto det = g.stage(detector{}, snk, nullptr);
-  auto avg = g.stage(moving_average{}, det, nullptr, fed_by_sources);
+  auto det = g.stage(detector{}, {snk, nullptr});
+  auto avg = g.stage(moving_average{}, {det, nullptr}, fed_by_sources);
   g.run<sd::reading>(std::move(data), avg, device_key);
 }
 
-// lr: void run_lr(outcome& o) { ...load the input; graph g{o}; the operators
-// back to front with g.sinks / g.stage; g.run(data, first, key); }
+// -- lr ----------------------------------------------------------------------------
+
+/// An LR operator around one of lr.hpp's logic classes (lr.cpp's
+/// minute_node): Logic's outputs go on; the marker that completes a minute
+/// (the last of the upstream replicas') closes it and goes on to every
+/// replica of the next operator, of every branch.
+template <class In, class Out, class Logic>
+struct minute_op {
+  using in = In;
+  using out = Out;
+  lr::minute_markers markers;
+  Logic logic;
+
+  minute_op() = default;
+  explicit minute_op(std::size_t upstream) : markers{upstream} {}
+  template <class Emit>
+  void operator()(In& x, Emit emit) {
+    if (x.closes == lr::no_marker) return logic.on(x, emit);
+    if (!markers.complete(x.closes)) return;
+    logic.close(x.closes, x.stamp, emit);
+    emit.all(lr::marker<Out>(x.closes, x.stamp));
+  }
+  template <class Emit>
+  void end(results&, Emit emit) {
+    logic.finish(emit);
+  }
+};
+
+/// The sink (one replica): toll_logic joins the three branches; counts the
+/// tolls it assesses, and those above 0.
+struct lr_sink {
+  using in = lr::notification;
+  lr::minute_markers markers;
+  lr::toll_logic logic;
+  std::uint64_t assessed = 0, charged = 0;
+
+  lr_sink() = default;
+  explicit lr_sink(std::size_t upstream) : markers{upstream} {}
+  void operator()(const lr::notification& n) {
+    if (n.closes == lr::no_marker) logic.on(n, [](lr::toll&&) {});
+    else if (markers.complete(n.closes)) logic.close(n.closes, n.stamp, [this](lr::toll&& t) { record(t); });
+  }
+  void end(results& r) {
+    logic.finish([this](lr::toll&& t) { record(t); });
+    r.assessed += assessed;
+    r.charged += charged;
+  }
+  void record(const lr::toll& t) {
+    ++assessed;
+    if (t.amount > 0) ++charged;
+  }
+};
+
+/// The source's step before each tuple (lr.cpp's minute_clock): shifts Time
+/// by whole passes (so that a replay goes on in time) and, when a minute has
+/// ended, sends its marker to every dispatcher replica.
+struct minute_clock {
+  std::int32_t span = 0;  // seconds per pass, whole minutes
+  std::int32_t current = lr::no_marker;
+  template <class All>
+  void operator()(lr::line& l, std::uint64_t pass, All&& all) {
+    l.offset = static_cast<std::int32_t>(pass) * span;
+    l.minute = l.minute + l.offset / 60;
+    if (current == lr::no_marker) current = l.minute;
+    for (; current < l.minute; ++current) all(lr::marker<lr::line>(current, now()));
+  }
+};
+
+template <class T>
+std::size_t by_vehicle(const T& x) {
+  return std::hash<std::int32_t>{}(x.vid);
+}
+std::size_t by_segment(const lr::vehicle_speed& v) { return std::hash<std::int32_t>{}(v.segment); }
+std::size_t by_report_segment(const lr::report& r) { return std::hash<std::int32_t>{}(r.segment()); }
+
+void run_lr(outcome& o) {
+  // The input lr::run generates, loaded as it loads it.
+  const auto lines = lr::generate(bench::apps::lr_minutes, bench::apps::lr_xways);
+  auto data = std::make_shared<std::vector<lr::line>>();
+  std::int32_t last_time = 0;
+  for (auto& text : lines) {
+    lr::line l;
+    std::int32_t time = 0;
+    if (!lr::check(text, time, l.vid)) continue;
+    l.text = &text;
+    l.minute = time / 60 + 1;
+    last_time = std::max(last_time, time);
+    data->push_back(l);
+  }
+  bench::check_eq("lr: generated lines that pass lr::check", static_cast<std::int64_t>(lines.size()),
+                  static_cast<std::int64_t>(data->size()));
+  const auto r = o.replicas;
+  graph g{o};
+  using lr::count, lr::lav, lr::line, lr::notification, lr::report, lr::vehicle_speed;
+  auto snk = g.sinks(lr_sink{3 * r}, 1, 3 * r);
+  auto pos = g.stage(minute_op<report, notification, lr::crossing_logic>{r}, {snk, nullptr});
+  auto las_n = g.stage(minute_op<lav, notification, lr::lav_notification_logic>{r}, {snk, nullptr});
+  auto las = g.stage(minute_op<vehicle_speed, lav, lr::last_average_speed_logic>{r}, {las_n, nullptr});
+  auto avg = g.stage(minute_op<report, vehicle_speed, lr::average_speed_logic>{r}, {las, by_segment});
+  auto cv_n = g.stage(minute_op<count, notification, lr::count_notification_logic>{r}, {snk, nullptr});
+  auto cv = g.stage(minute_op<report, count, lr::count_vehicles_logic>{r}, {cv_n, nullptr});
+  auto dsp = g.stage(minute_op<line, report, lr::dispatcher_logic>{r},
+                     fan_out<report>{{{pos, by_vehicle<report>}, {avg, by_vehicle<report>}, {cv, by_report_segment}}},
+                     fed_by_sources);
+  g.run<line>(std::move(data), dsp, by_vehicle<line>, minute_clock{(last_time / 60 + 1) * 60});
+}
 
 }  // namespace
 
@@ -507,7 +714,7 @@ bench::sample bench::run_caf(const params& p) {
     case apps::app::wc: run_wc(o); break;
     case apps::app::fd: run_fd(o); break;
     case apps::app::sd: run_sd(o); break;
-    // lr: case apps::app::lr: run_lr(o); break;
+    case apps::app::lr: run_lr(o); break;
   }
   o.check();
   return o.report();

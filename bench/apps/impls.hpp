@@ -22,12 +22,32 @@
 //         device's last 1000 temperatures, slide 1) -> detector (round robin;
 //         forwards |value - mean| > 0.025 * mean) -> sink (round robin);
 //         1,000,000 generated readings
-//   (3 lr, Linear Road, goes here next: see app_table below.)
+//   3 lr  Linear Road, tolls (apps/lr/lr.hpp): source -> dispatcher (by
+//         vehicle; keeps and parses the position reports) -> a copy of each
+//         report to each of three branches:
+//           toll_notification_pos (by vehicle);
+//           average_speed (by vehicle) -> last_average_speed (by segment)
+//             -> toll_notification_las (round robin);
+//           count_vehicles (by segment) -> toll_notification_cv (round robin)
+//         -> sink (one replica, whatever `replicas`: toll_logic joins the
+//         three branches and assesses the tolls). Input: lr::generate(180
+//         minutes, 1 expressway, the default seed), 1,358,454 lines, each
+//         checked with lr::check and loaded as lr::run loads it. Before each
+//         line the source shifts Time by whole passes over the input, and
+//         after the last line of each minute it sends an end-of-minute marker
+//         to every dispatcher replica (one source tuple, as troupe's
+//         send_all counts it); an operator closes a minute when the markers
+//         of all its upstream replicas are in, then sends a marker on to
+//         every replica downstream, of every branch. The sink counts every
+//         tuple it gets, markers included. With replicas > 1 each source
+//         replica replays the whole input, so each vehicle drives several
+//         times at once.
 //
 // params (every variant of every executable sets all of them):
 //   app       see above
 //   rate      tuples/s per source replica; 0 = full speed
-//   replicas  replicas of every operator, source and sink included
+//   replicas  replicas of every operator, source and sink included (lr:
+//             but its sink)
 //   seconds   how long the sources emit
 //   workers   scheduler threads
 // variants:
@@ -50,14 +70,17 @@
 //            gives every operator `replicas`; every sink tuple's latency is
 //            measured)
 //   caf      CAF 0.17 event-based actors, one per replica of each operator,
-//            the same operator code (caf.cpp). Each upstream actor routes
-//            straight into the downstream replicas with the troupe graph's
-//            policy (by key: std::hash of the key modulo the replicas, as
-//            troupe::by_key; otherwise round robin), no router actor. A
+//            the same operator code (caf.cpp; lr: lr.hpp's logic classes and
+//            marker counting). Each upstream actor routes straight into the
+//            downstream replicas with the troupe graph's policy (by key:
+//            std::hash of the key modulo the replicas, as troupe::by_key;
+//            otherwise round robin), no router actor; markers go to every
+//            replica downstream. A
 //            source sends slices of at most 100 tuples per activation and
 //            re-triggers itself with a message; before each tuple it reads the
 //            mailbox length of the first-operator replica that tuple goes to
-//            and, at 1024 or more, ends the activation and retries through
+//            (lr: markers are counted in it but not held back) and, at 1024
+//            or more, ends the activation and retries through
 //            CAF's timer (the AGERE paper's send_next_if experiment; its
 //            worker is free meanwhile). The length is a counter kept next to
 //            each first-operator replica's mailbox (see caf.cpp for why not
@@ -81,7 +104,11 @@
 // apps_rate_sweep as sink tuples/s (and latency) against offered rate.
 // Check: the sinks got tuples; wc: the sinks' count equals the number of
 // words the splitters produced (troupe: the sum of the counters' final
-// counts); fd, sd: the sinks' count is at most the sources'.
+// counts); fd, sd: the sinks' count is at most the sources'; lr: the sink
+// assessed tolls, at most one per tuple it got (each toll is a crossing
+// notification's), and charged (toll > 0) at most as many. Run over whole
+// passes instead of `seconds`, both implementations assess and charge the
+// same tolls as troupe-lr --passes N (compared by hand, not by the benchmark).
 #pragma once
 
 #include <algorithm>
@@ -104,7 +131,7 @@ enum class app : std::int64_t {
   wc = 0,
   fd = 1,
   sd = 2,
-  // lr = 3: add it here, to app_table, and a run_lr in troupe.cpp and caf.cpp.
+  lr = 3,
 };
 
 /// What the benchmarks need to know of an application.
@@ -118,7 +145,8 @@ struct app_info {
 inline const std::vector<app_info>& app_table() {
   // Maxima measured with bench_apps_max_rate on the 2-core machine (source
   // tuples/s, one replica per operator): wc troupe ~330-440k lines/s, caf
-  // ~20-40k; fd troupe ~3M, caf ~2M; sd troupe ~29M, caf ~2.8M.
+  // ~20-40k; fd troupe ~3M, caf ~2M; sd troupe ~29M, caf ~2.8M; lr troupe
+  // ~7M (sink ~3.3M), caf ~0.75-1M (sink ~0.35-0.47M).
   static const std::vector<app_info> table{
       {app::wc, "wc", 4, {10'000, 30'000, 100'000, 300'000, 1'000'000},
        {5'000, 10'000, 20'000, 50'000, 100'000, 200'000, 500'000, 1'000'000}},
@@ -126,7 +154,8 @@ inline const std::vector<app_info>& app_table() {
        {100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000}},
       {app::sd, "sd", 4, {300'000, 1'000'000, 3'000'000, 10'000'000, 30'000'000},
        {200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000, 20'000'000, 50'000'000}},
-      // {app::lr, "lr", 9, {...}, {...}},
+      {app::lr, "lr", 9, {100'000, 300'000, 1'000'000, 3'000'000, 10'000'000},
+       {100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000}},
   };
   return table;
 }
@@ -143,6 +172,8 @@ inline constexpr std::size_t fd_transactions = 800'000;
 inline constexpr std::size_t sd_readings = 1'000'000;
 inline constexpr std::size_t sd_window = 1000;
 inline constexpr double sd_threshold = 0.025;
+inline constexpr int lr_minutes = 180;
+inline constexpr int lr_xways = 1;
 
 /// What both implementations measured; reported and checked the same way.
 struct outcome {
@@ -155,6 +186,7 @@ struct outcome {
   std::uint64_t source_tuples = 0;
   std::uint64_t sink_tuples = 0;
   std::uint64_t words = 0;  // wc: words the splitters produced
+  std::uint64_t tolls_assessed = 0, tolls_charged = 0;  // lr: by the sink, and those above 0
   double p50_us = 0, p95_us = 0;
 
   explicit outcome(const params& p)
@@ -170,6 +202,12 @@ struct outcome {
     if (id == app::wc) {
       check_eq("wc: tuples at the sink (words the splitter produced)", static_cast<std::int64_t>(words),
                static_cast<std::int64_t>(sink_tuples));
+    } else if (id == app::lr) {
+      // Every toll is assessed for a crossing notification the sink got.
+      bench::check(tolls_assessed > 0, "lr: no toll assessed");
+      bench::check(tolls_assessed <= sink_tuples && tolls_charged <= tolls_assessed,
+                   "lr: " + std::to_string(tolls_assessed) + " tolls assessed (" + std::to_string(tolls_charged) +
+                       " charged) from " + std::to_string(sink_tuples) + " tuples at the sink");
     } else {
       bench::check(sink_tuples <= source_tuples, std::string{info(static_cast<std::int64_t>(id)).name} +
                                                      ": more tuples at the sink (" + std::to_string(sink_tuples) +

@@ -6,7 +6,8 @@ int main(int argc, char** argv) {
   using namespace bench::apps;
   return bench::run_main(
       argc, argv,
-      apps_spec("apps_max_rate", "wc, fd, sd, one replica per operator, source at full speed with backpressure: sink tuples/s",
+      apps_spec("apps_max_rate",
+                "wc, fd, sd, lr, one replica per operator, source at full speed with backpressure: sink tuples/s",
                 [](const app_info& a, bool full) {
                   return std::vector<bench::variant>{{a.name, variant_params(a, 0, 1, full ? 10 : 5, 2)}};
                 }));

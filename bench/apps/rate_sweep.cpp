@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   return bench::run_main(
       argc, argv,
       apps_spec("apps_rate_sweep",
-                "wc, fd, sd, one replica per operator, source paced at offered rates (and full speed): sink tuples/s",
+                "wc, fd, sd, lr, one replica per operator, source paced at offered rates (and full speed): "
+                "sink tuples/s",
                 [](const app_info& a, bool full) {
                   const std::int64_t seconds = full ? 10 : 3;
                   std::vector<bench::variant> v;

@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
   return bench::run_main(
       argc, argv,
       apps_spec("apps_replicated",
-                "wc, fd, sd, every operator replicated (x2 on 2 workers; xR on all cores), full speed: sink tuples/s",
+                "wc, fd, sd, lr, every operator replicated (x2 on 2 workers; xR on all cores), full speed: "
+                "sink tuples/s",
                 [cores](const app_info& a, bool full) {
                   const std::int64_t seconds = full ? 10 : 5;
                   std::vector<bench::variant> v{{std::string{a.name} + " x2", variant_params(a, 0, 2, seconds, 2)}};

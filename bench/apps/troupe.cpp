@@ -1,12 +1,14 @@
 // apps, troupe: the applications themselves (troupe_apps::<app>::run) with
 // their default input; cli::rate paces each source replica, cli::parallelism
-// gives every operator `replicas`.
+// gives every operator `replicas` (lr: every operator but the sink, which
+// joins the three branches and has one).
 #include "impls.hpp"
 
 #include <numeric>
 #include <string>
 
 #include "fd/fd.hpp"
+#include "lr/lr.hpp"
 #include "sd/sd.hpp"
 #include "wc/wc.hpp"
 
@@ -39,7 +41,16 @@ run_result run_sd(troupe::actor_system& sys, cli& c, outcome&) {
   return troupe_apps::sd::run(sys, c).result;
 }
 
-// lr: run_result run_lr(troupe::actor_system& sys, cli& c, outcome&) { return troupe_apps::lr::run(sys, c).result; }
+run_result run_lr(troupe::actor_system& sys, cli& c, outcome& o) {
+  // c.input stays empty: the application generates the traffic.
+  c.extra["minutes"] = std::to_string(bench::apps::lr_minutes);
+  c.extra["xways"] = std::to_string(bench::apps::lr_xways);
+  c.parallelism.back() = 1;  // the sink (lr::run requires one replica)
+  auto r = troupe_apps::lr::run(sys, c);
+  o.tolls_assessed = r.assessed;
+  o.tolls_charged = r.charged;
+  return std::move(r.result);
+}
 
 }  // namespace
 
@@ -56,7 +67,7 @@ bench::sample bench::run_troupe(const params& p) {
     case apps::app::wc: r = run_wc(sys, c, o); break;
     case apps::app::fd: r = run_fd(sys, c, o); break;
     case apps::app::sd: r = run_sd(sys, c, o); break;
-    // lr: case apps::app::lr: r = run_lr(sys, c, o); break;
+    case apps::app::lr: r = run_lr(sys, c, o); break;
   }
   check_eq(std::string{app.name} + ": operators (app_table against the application's graph)",
            static_cast<std::int64_t>(app.operators), static_cast<std::int64_t>(r.parallelism.size()));

@@ -100,6 +100,7 @@ struct options {
   bool quiet = false;
   double timeout_s = 0; // 0: spec default
   std::vector<std::string> impls;
+  std::vector<std::string> variants; // labels, or their first words
   std::string json_path;
 };
 
@@ -266,8 +267,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 void print_usage(const spec& s, const char* argv0) {
   std::printf(
-    "usage: %s [--runs N] [--full] [--impl a,b] [--json PATH] [--quiet] "
-    "[--timeout S]\n"
+    "usage: %s [--runs N] [--full] [--impl a,b] [--variant a,b] "
+    "[--json PATH] [--quiet] [--timeout S]\n"
     "  %s: %s\n"
     "  --runs N     runs per implementation and variant (default %d, --full "
     "%d)\n"
@@ -279,6 +280,8 @@ void print_usage(const spec& s, const char* argv0) {
     std::printf(" %s", i.name.c_str());
   std::printf(
     ")\n"
+    "  --variant a,b  only the variants labelled a or b (spaces ignored), or\n"
+    "               whose label's first word is a or b\n"
     "  --json PATH  append one JSON object per line per (impl, metric, "
     "variant)\n"
     "  --quiet      no per-run progress on stderr\n"
@@ -654,6 +657,8 @@ int run_main(int argc, char** argv, const spec& s) {
       opt.full = false;
     } else if (a == "--impl") {
       opt.impls = split_commas(need_value("--impl"));
+    } else if (a == "--variant") {
+      opt.variants = split_commas(need_value("--variant"));
     } else if (a == "--json") {
       opt.json_path = need_value("--json");
     } else if (a == "--quiet" || a == "-q") {
@@ -696,6 +701,32 @@ int run_main(int argc, char** argv, const spec& s) {
   int runs = opt.runs > 0 ? opt.runs : (opt.full ? s.full_runs : s.default_runs);
   double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : s.timeout_s;
   auto variants = s.variants(opt.full);
+  if (!opt.variants.empty()) {
+    // --variant NAME: the variant labelled NAME (split_commas drops spaces,
+    // so they are not compared), or those whose label's first word is NAME.
+    auto named = [](const variant& v, const std::string& name) {
+      std::string squeezed = v.label;
+      squeezed.erase(std::remove(squeezed.begin(), squeezed.end(), ' '),
+                     squeezed.end());
+      return squeezed == name || v.label.substr(0, v.label.find(' ')) == name;
+    };
+    for (auto& name : opt.variants)
+      if (std::none_of(variants.begin(), variants.end(),
+                       [&](const variant& v) { return named(v, name); })) {
+        std::fprintf(stderr, "%s: no variant '%s'; available:", s.name.c_str(),
+                     name.c_str());
+        for (auto& v : variants)
+          std::fprintf(stderr, " '%s'", v.label.c_str());
+        std::fprintf(stderr, "\n");
+        return 2;
+      }
+    std::vector<variant> picked;
+    for (auto& v : variants)
+      if (std::any_of(opt.variants.begin(), opt.variants.end(),
+                      [&](const std::string& name) { return named(v, name); }))
+        picked.push_back(v);
+    variants = std::move(picked);
+  }
 
   json_context ctx;
   ctx.bench = s.name;

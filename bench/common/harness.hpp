@@ -140,8 +140,9 @@ struct spec {
   double timeout_s = 120; // per child process; --timeout overrides
 };
 
-/// Parses the command line (--runs N, --full, --impl a,b, --json PATH,
-/// --quiet, --timeout S, --help), runs everything and prints the table.
+/// Parses the command line (--runs N, --full, --impl a,b, --variant a,b,
+/// --json PATH, --quiet, --timeout S, --help), runs everything and prints the
+/// table.
 /// Returns the process exit status: 0 when every run succeeded or was
 /// skipped as not available, 1 on any failure, 2 on bad usage.
 int run_main(int argc, char** argv, const spec& s);
