@@ -43,6 +43,26 @@ bool check(const std::string& text, std::int32_t& time, std::int32_t& vid) {
          pos / feet_per_segment == seg;
 }
 
+loaded load(const std::vector<std::string>& lines) {
+  loaded in;
+  in.data->reserve(lines.size());
+  std::int32_t last_time = 0;
+  for (auto& text : lines) {
+    line l;
+    std::int32_t time = 0;
+    if (!check(text, time, l.vid)) {
+      ++in.malformed;
+      continue;
+    }
+    l.text = &text;
+    l.minute = time / 60 + 1;
+    last_time = std::max(last_time, time);
+    in.data->push_back(l);
+  }
+  in.span = (last_time / 60 + 1) * 60;
+  return in;
+}
+
 bool parse_report(const std::string& text, std::int32_t offset, report& out) {
   if (text.empty() || text[0] != '0' || (text.size() > 1 && text[1] != ',')) return false;
   // The first 9 fields (the line was checked when it was loaded).
@@ -292,19 +312,11 @@ struct sink : st::node<notification, void> {
   }
 };
 
-/// The source's per-tuple step: shifts Time by whole passes (so that a replay
-/// goes on in time) and, when a minute has ended, sends its marker.
-struct minute_clock {
-  std::int32_t span = 0;  // seconds per pass, whole minutes
-  std::int32_t current = no_marker;
+/// lr::minute_clock with its markers sent to every dispatcher.
+struct clock_to_all {
+  minute_clock clock;
   void operator()(line& l, std::uint64_t pass, st::emitter<line>& out) {
-    l.offset = static_cast<std::int32_t>(pass) * span;
-    l.minute = l.minute + l.offset / 60;
-    if (current == no_marker) current = l.minute;
-    for (; current < l.minute; ++current) {
-      auto m = marker<line>(current, troupe::stream::now());
-      out.send_all(std::move(m));
-    }
+    clock(l, pass, [&out](line&& m) { out.send_all(std::move(m)); });
   }
 };
 
@@ -325,30 +337,13 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   auto lines = std::make_shared<std::vector<std::string>>(
       c.input.empty() ? generate(whole_number(c, "minutes", 1, 24 * 60), whole_number(c, "xways", 1, max_xways))
                       : read_lines(c.input));
-  std::uint64_t malformed = 0;
-  std::int32_t last_time = 0;
-  auto data = std::make_shared<std::vector<line>>();
-  data->reserve(lines->size());
-  for (auto& text : *lines) {
-    line l;
-    std::int32_t time = 0;
-    if (!check(text, time, l.vid)) {
-      ++malformed;
-      continue;
-    }
-    l.text = &text;
-    l.minute = time / 60 + 1;
-    last_time = std::max(last_time, time);
-    data->push_back(l);
-  }
-  if (data->empty())
-    throw std::runtime_error("no valid position report in the input (" + std::to_string(malformed) +
+  auto in = load(*lines);
+  if (in.data->empty())
+    throw std::runtime_error("no valid position report in the input (" + std::to_string(in.malformed) +
                              " malformed lines)");
 
   outcome r;
   output_file out{c.output};
-  minute_clock clock;
-  clock.span = (last_time / 60 + 1) * 60;
   using st::branches;
   using troupe::by_key;
   using troupe::farm;
@@ -360,7 +355,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   r.result = run_graph(
       sys, "lr",
       pipeline{
-          farm{replay_source<line, minute_clock>{data, c, clock}, p(0)},
+          farm{replay_source<line, clock_to_all>{in.data, c, clock_to_all{minute_clock{in.span}}}, p(0)},
           farm{minute_node<line, report, dispatcher_logic>{p(0)}, p(1), by_key{[](const line& l) { return l.vid; }}},
           branches{farm{minute_node<report, notification, crossing_logic>{p(1)}, p(2),
                         by_key{[=](const report& x) { return by_vehicle(x); }}},
@@ -373,7 +368,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
                                  by_key{by_report_segment}},
                             farm{minute_node<count, notification, count_notification_logic>{p(6)}, p(7)}}},
           sink{p(2) + p(5) + p(7), collected{keep, &r, &out}}},
-      c, operators.size(), malformed);
+      c, operators.size(), in.malformed);
   std::sort(r.tolls.begin(), r.tolls.end());
   return r;
 }

@@ -148,6 +148,31 @@ bool parse_report(const std::string& text, std::int32_t offset, report& out);
 /// every 30 s; about 1 line in 200 is a query of type 2 or 3). Sorted by time.
 std::vector<std::string> generate(int minutes, int xways = 1, std::uint64_t seed = 7);
 
+/// The checked lines of an input as source tuples (pointing into `lines`,
+/// which must outlive them), the seconds one pass spans (whole minutes) and
+/// the lines that failed lr::check.
+struct loaded {
+  std::shared_ptr<std::vector<line>> data = std::make_shared<std::vector<line>>();
+  std::int32_t span = 60;
+  std::uint64_t malformed = 0;
+};
+loaded load(const std::vector<std::string>& lines);
+
+/// The source's step before each tuple: shifts Time by whole passes (so that
+/// a replay goes on in time) and, when a minute has ended, sends its marker
+/// through all(marker) (to every replica of the next stage).
+struct minute_clock {
+  std::int32_t span = 0;  // seconds per pass
+  std::int32_t current = -1;
+  template <class All>
+  void operator()(line& l, std::uint64_t pass, All&& all) {
+    l.offset = static_cast<std::int32_t>(pass) * span;
+    l.minute = l.minute + l.offset / 60;
+    if (current == -1) current = l.minute;
+    for (; current < l.minute; ++current) all(marker<line>(current, troupe::stream::now()));
+  }
+};
+
 // -- end-of-minute markers -----------------------------------------------------
 
 /// Counts one operator replica's markers: complete(m) is true when the last

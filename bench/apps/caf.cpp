@@ -8,9 +8,9 @@
 // picks one per tuple with the troupe graph's policy: by key (std::hash of
 // the key modulo the replicas, as troupe::by_key) into counter, predictor and
 // moving_average, round robin (per sender) elsewhere. No router actor. The
-// sinks keep what the apps' sinks keep (fd: the outliers' ids; sd: the spikes'
-// (device, epoch)), each replica in its own set where troupe's replicas share
-// one under a mutex. lr's dispatcher sends a copy of each report to each of
+// sinks keep what the apps' sinks keep in a benchmark run (fd: nothing; sd:
+// the spikes' (device, epoch)), each replica in its own set where troupe's
+// replicas share one under a mutex. lr's dispatcher sends a copy of each report to each of
 // three branches (fan_out: one route per branch, as troupe's stream::branches).
 //
 // Sources. Each source replica replays the whole in-memory input cyclically,
@@ -516,8 +516,7 @@ struct predictor : no_end {
 
 struct fd_sink : no_end {
   using in = fd::transaction;
-  std::set<std::string> outliers;  // the forwarded transactions' ids, as fd.cpp's sink keeps them
-  void operator()(const fd::transaction& t) { outliers.insert(t.id); }
+  void operator()(const fd::transaction&) {}  // counted and timed only, as troupe-fd's sink in a benchmark
 };
 
 std::size_t customer_key(const fd::transaction& t) { return std::hash<std::string_view>{}({t.customer, 3}); }
@@ -652,21 +651,6 @@ struct lr_sink {
   }
 };
 
-/// The source's step before each tuple (lr.cpp's minute_clock): shifts Time
-/// by whole passes (so that a replay goes on in time) and, when a minute has
-/// ended, sends its marker to every dispatcher replica.
-struct minute_clock {
-  std::int32_t span = 0;  // seconds per pass, whole minutes
-  std::int32_t current = lr::no_marker;
-  template <class All>
-  void operator()(lr::line& l, std::uint64_t pass, All&& all) {
-    l.offset = static_cast<std::int32_t>(pass) * span;
-    l.minute = l.minute + l.offset / 60;
-    if (current == lr::no_marker) current = l.minute;
-    for (; current < l.minute; ++current) all(lr::marker<lr::line>(current, now()));
-  }
-};
-
 template <class T>
 std::size_t by_vehicle(const T& x) {
   return std::hash<std::int32_t>{}(x.vid);
@@ -677,19 +661,8 @@ std::size_t by_report_segment(const lr::report& r) { return std::hash<std::int32
 void run_lr(outcome& o) {
   // The input lr::run generates, loaded as it loads it.
   const auto lines = lr::generate(bench::apps::lr_minutes, bench::apps::lr_xways);
-  auto data = std::make_shared<std::vector<lr::line>>();
-  std::int32_t last_time = 0;
-  for (auto& text : lines) {
-    lr::line l;
-    std::int32_t time = 0;
-    if (!lr::check(text, time, l.vid)) continue;
-    l.text = &text;
-    l.minute = time / 60 + 1;
-    last_time = std::max(last_time, time);
-    data->push_back(l);
-  }
-  bench::check_eq("lr: generated lines that pass lr::check", static_cast<std::int64_t>(lines.size()),
-                  static_cast<std::int64_t>(data->size()));
+  auto in = lr::load(lines);
+  bench::check_eq("lr: generated lines that pass lr::check", 0, static_cast<std::int64_t>(in.malformed));
   const auto r = o.replicas;
   graph g{o};
   using lr::count, lr::lav, lr::line, lr::notification, lr::report, lr::vehicle_speed;
@@ -703,7 +676,7 @@ void run_lr(outcome& o) {
   auto dsp = g.stage(minute_op<line, report, lr::dispatcher_logic>{r},
                      fan_out<report>{{{pos, by_vehicle<report>}, {avg, by_vehicle<report>}, {cv, by_report_segment}}},
                      fed_by_sources);
-  g.run<line>(std::move(data), dsp, by_vehicle<line>, minute_clock{(last_time / 60 + 1) * 60});
+  g.run<line>(std::move(in.data), dsp, by_vehicle<line>, lr::minute_clock{in.span});
 }
 
 }  // namespace
