@@ -425,17 +425,23 @@ struct count_vehicles_logic {
   }
 };
 
+/// A segment statistic as a notification for the sink.
+inline notification segment_notification(notification::kind_t kind, std::int32_t segment, std::int32_t minute,
+                                         std::int32_t value, std::uint64_t stamp) {
+  notification n;
+  n.kind = kind;
+  n.segment = segment;
+  n.minute = minute;
+  n.value = value;
+  n.stamp = stamp;
+  return n;
+}
+
 struct lav_notification_logic : per_tuple {
   static constexpr const char* kind = "toll_notification_las";
   template <class Emit>
   void on(const lav& l, Emit&& emit) {
-    notification n;
-    n.kind = notification::lav;
-    n.segment = l.segment;
-    n.minute = l.minute;
-    n.value = l.mph;
-    n.stamp = l.stamp;
-    emit(std::move(n));
+    emit(segment_notification(notification::lav, l.segment, l.minute, l.mph, l.stamp));
   }
 };
 
@@ -443,13 +449,8 @@ struct count_notification_logic : per_tuple {
   static constexpr const char* kind = "toll_notification_cv";
   template <class Emit>
   void on(const count& c, Emit&& emit) {
-    notification n;
-    n.kind = notification::count;
-    n.segment = c.segment;
-    n.minute = c.minute;
-    n.value = c.cars;
+    auto n = segment_notification(notification::count, c.segment, c.minute, c.cars, c.stamp);
     n.accident = c.accident;
-    n.stamp = c.stamp;
     emit(std::move(n));
   }
 };
