@@ -51,30 +51,28 @@ std::vector<std::string> generate(std::size_t lines, int devices, std::uint64_t 
   return out;
 }
 
+double moving_mean::add(int device, double value) {
+  auto& s = devices_[device];
+  if (s.last.size() < window_) {
+    s.last.push_back(value);
+    s.sum += value;
+  } else {
+    s.sum += value - s.last[s.next];
+    s.last[s.next] = value;
+    s.next = s.next + 1 == window_ ? 0 : s.next + 1;
+  }
+  return s.sum / static_cast<double>(s.last.size());
+}
+
 namespace {
 
 namespace st = troupe::stream;
 
 struct moving_average : st::node<reading, reading> {
   static constexpr const char* kind = "moving_average";
-  std::size_t window = 1000;
-  struct series {
-    std::vector<double> last;  // ring of the last `window` values
-    std::size_t next = 0;
-    double sum = 0;
-  };
-  std::unordered_map<int, series> devices;
+  moving_mean mean;
   void consume(reading& r) {
-    auto& s = devices[r.device];
-    if (s.last.size() < window) {
-      s.last.push_back(r.value);
-      s.sum += r.value;
-    } else {
-      s.sum += r.value - s.last[s.next];
-      s.last[s.next] = r.value;
-      s.next = s.next + 1 == window ? 0 : s.next + 1;
-    }
-    r.average = s.sum / static_cast<double>(s.last.size());
+    r.average = mean.add(r.device, r.value);
     send_next(std::move(r));
   }
 };
@@ -119,7 +117,7 @@ outcome run(troupe::actor_system& sys, const cli& c) {
   moving_average avg;
   const double w = positive("window", c.extra.at("window"));
   if (w != std::floor(w)) throw usage_error("--window: expected a whole number, got '" + c.extra.at("window") + "'");
-  avg.window = static_cast<std::size_t>(w);
+  avg.mean = moving_mean{static_cast<std::size_t>(w)};
   detector det;
   det.threshold = positive("threshold", c.extra.at("threshold"));
   auto lines = c.input.empty() ? generate(1'000'000) : read_lines(c.input);

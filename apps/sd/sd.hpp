@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,23 @@ bool parse(const std::string& line, reading& out);
 /// Deterministic input: `lines` readings of `devices` devices, temperatures
 /// around a per-device mean with rare spikes.
 std::vector<std::string> generate(std::size_t lines, int devices = 52, std::uint64_t seed = 42);
+
+/// The mean of each device's last `window` values, the new one included
+/// (before the window is full: of what there is). Shared with the CAF version.
+class moving_mean {
+ public:
+  explicit moving_mean(std::size_t window = 1000) : window_{window} {}
+  double add(int device, double value);
+
+ private:
+  struct series {
+    std::vector<double> last;  // ring of the last `window` values
+    std::size_t next = 0;
+    double sum = 0;
+  };
+  std::size_t window_;
+  std::unordered_map<int, series> devices_;
+};
 
 /// What a run leaves besides its figures: the spikes, as (device, epoch).
 struct outcome {

@@ -543,25 +543,10 @@ void run_fd(outcome& o) {
 struct moving_average : no_end {
   using in = sd::reading;
   using out = sd::reading;
-  struct series {
-    std::vector<double> last;  // ring of the last `window` values
-    std::size_t next = 0;
-    double sum = 0;
-  };
-  std::unordered_map<int, series> devices;
+  sd::moving_mean mean{bench::apps::sd_window};
   template <class Emit>
   void operator()(sd::reading& r, Emit emit) {
-    constexpr std::size_t window = bench::apps::sd_window;
-    auto& s = devices[r.device];
-    if (s.last.size() < window) {
-      s.last.push_back(r.value);
-      s.sum += r.value;
-    } else {
-      s.sum += r.value - s.last[s.next];
-      s.last[s.next] = r.value;
-      s.next = s.next + 1 == window ? 0 : s.next + 1;
-    }
-    r.average = s.sum / static_cast<double>(s.last.size());
+    r.average = mean.add(r.device, r.value);
     emit(std::move(r));
   }
 };
