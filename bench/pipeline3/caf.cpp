@@ -4,16 +4,14 @@
 // `ack` tuples and the source refills.
 #include "impls.hpp"
 
-#include "common/caf_support.hpp"
+#include "common/stream_caf.hpp"
 
 using bench::pipeline3::tuple;
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bench::pipeline3::tuple)
 
 namespace {
 
-using go_atom = caf::atom_constant<caf::atom("go")>;
+using bench::stream_caf::go_atom;
 using ack_atom = caf::atom_constant<caf::atom("ack")>;
-using done_atom = caf::atom_constant<caf::atom("done")>;
 
 constexpr std::int64_t credit = 4096;
 constexpr std::int64_t ack_every = 512;
@@ -22,15 +20,6 @@ struct source_state {
   std::int64_t next = 0;
   std::int64_t in_flight = 0;
 };
-
-caf::behavior source(caf::stateful_actor<source_state>* self, caf::actor next, std::int64_t tuples) {
-  return {[=](go_atom) {
-    auto& i = self->state.next;
-    for (int k = 0; k < 1000 && i < tuples; ++k, ++i) self->send(next, tuple{i % 1024, i, i});
-    if (i < tuples) self->send(self, go_atom::value);
-    else self->quit();
-  }};
-}
 
 caf::behavior credit_source(caf::stateful_actor<source_state>* self, caf::actor next, std::int64_t tuples) {
   auto refill = [=] {
@@ -68,7 +57,7 @@ caf::behavior sink(caf::stateful_actor<sink_state>* self, caf::actor main, std::
               st.unacked = 0;
             }
             if (st.t.count == tuples) {
-              self->send(main, done_atom::value, st.t.count, st.t.sum, st.t.out_of_order);
+              bench::stream_caf::report(self, main, st.t);
               self->quit();
             }
           },
@@ -84,16 +73,11 @@ bench::sample run(const bench::params& p, bool with_credit) {
   caf::scoped_actor self{sys};
   auto snk = sys.spawn(sink, caf::actor_cast<caf::actor>(self), tuples);
   auto fwd = sys.spawn(forwarder, snk);
-  auto src = with_credit ? sys.spawn(credit_source, fwd, tuples) : sys.spawn(source, fwd, tuples);
+  auto src = with_credit ? sys.spawn(credit_source, fwd, tuples) : sys.spawn(bench::stream_caf::chunked_source, fwd, tuples);
   if (with_credit) self->send(snk, ack_atom::value, src);  // before any tuple can arrive
   bench::stopwatch sw;
   self->send(src, go_atom::value);
-  bench::pipeline3::tally t;
-  self->receive([&](done_atom, std::int64_t c, std::int64_t s, std::int64_t b) {
-    t.count = c;
-    t.sum = s;
-    t.out_of_order = b;
-  });
+  const auto t = bench::stream_caf::await_report(self);
   bench::sample s;
   s.wall_s = sw.seconds();
   t.check(tuples);

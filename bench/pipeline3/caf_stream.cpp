@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "common/caf_support.hpp"
+#include "common/stream_caf.hpp"
 
 using bench::pipeline3::tuple;
 // Neither type has an inspect() overload, so both are allowed as "unsafe"
@@ -27,13 +27,11 @@ using bench::pipeline3::tuple;
 // make_message's static_assert fires). The tuple one is not strictly needed
 // here (tuples never travel alone) but keeps this translation unit's view of
 // caf::allowed_unsafe_message_type<tuple> the same as caf.cpp's.
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bench::pipeline3::tuple)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<bench::pipeline3::tuple>)
 
 namespace {
 
 using start_atom = caf::atom_constant<caf::atom("start")>;
-using done_atom = caf::atom_constant<caf::atom("done")>;
 using closed_atom = caf::atom_constant<caf::atom("closed")>;
 
 /// On `start`, opens a stream of `tuples` tuples towards the next stage of
@@ -76,12 +74,10 @@ caf::behavior sink(caf::event_based_actor* self, caf::actor main, std::int64_t t
       self, in, [](sink_state&) {},
       [=](sink_state& st, tuple x) {
         st.t.add(x);
-        if (st.t.count == tuples)
-          self->send(main, done_atom::value, st.t.count, st.t.sum, st.t.out_of_order);
+        if (st.t.count == tuples) bench::stream_caf::report(self, main, st.t);
       },
       [=](sink_state& st, const caf::error& err) {
-        if (st.t.count != tuples)  // main is still waiting for `done`
-          self->send(main, done_atom::value, st.t.count, st.t.sum, st.t.out_of_order);
+        if (st.t.count != tuples) bench::stream_caf::report(self, main, st.t);  // main still waits for it
         self->send(main, closed_atom::value, err ? self->system().render(err) : std::string{});
       });
   }};
@@ -104,12 +100,7 @@ bench::sample bench::run_caf_stream(const params& p) {
   auto pipeline = snk * fwd * src;
   bench::stopwatch sw;
   caf::anon_send(pipeline, start_atom::value);
-  pipeline3::tally t;
-  self->receive([&](done_atom, std::int64_t c, std::int64_t s, std::int64_t b) {
-    t.count = c;
-    t.sum = s;
-    t.out_of_order = b;
-  });
+  const auto t = stream_caf::await_report(self);
   sample s;
   s.wall_s = sw.seconds();
   t.check(tuples);
