@@ -2,6 +2,7 @@
 // follow each other directly (router elimination); `troupe_router`: one
 // identity node between them, as a collector + emitter would be.
 #include "impls.hpp"
+#include "common/stream_graph.hpp"
 
 #include <memory>
 
@@ -64,22 +65,14 @@ bench::sample run_stream(const bench::params& p, bool with_router) {
   sink snk;
   snk.t = &t;
   const auto key_of = troupe::by_key{[](const tuple& x) { return x.key; }};
-  troupe::stream::options o;
-  o.capacity = 1024;
-  o.placement = troupe::stream::placement::pool;
-  bench::stopwatch sw;
-  troupe::stream::graph g;
+  bench::sample s;
   if (with_router) {
     auto identity = troupe::stream::map([](tuple x) { return x; });
-    g = troupe::spawn_pattern(
-        sys, troupe::pipeline{src, troupe::farm{w1, replicas}, identity, troupe::farm{w2, replicas, key_of}, snk}, o);
+    s = bench::time_graph(
+        sys, troupe::pipeline{src, troupe::farm{w1, replicas}, identity, troupe::farm{w2, replicas, key_of}, snk});
   } else {
-    g = troupe::spawn_pattern(sys, troupe::pipeline{src, troupe::farm{w1, replicas}, troupe::farm{w2, replicas, key_of}, snk},
-                              o);
+    s = bench::time_graph(sys, troupe::pipeline{src, troupe::farm{w1, replicas}, troupe::farm{w2, replicas, key_of}, snk});
   }
-  g.wait();
-  bench::sample s;
-  s.wall_s = sw.seconds();
   t.check(tuples);
   w2.log->check(tuples, static_cast<std::int64_t>(replicas));
   return s;

@@ -1,6 +1,7 @@
 // pipeline3, troupe: the typed streaming layer (`troupe`, `troupe_threads`)
 // and event actors (`troupe_actors`, the actor baseline).
 #include "impls.hpp"
+#include "common/stream_graph.hpp"
 
 #include <troupe/troupe.hpp>
 
@@ -65,14 +66,7 @@ bench::sample run_stream(const bench::params& p, troupe::stream::placement where
   src.n = tuples;
   sink snk;
   snk.t = &t;
-  troupe::stream::options o;
-  o.capacity = 1024;
-  o.placement = where;
-  bench::stopwatch sw;
-  auto g = troupe::spawn_pattern(sys, troupe::pipeline{src, forwarder{}, snk}, o);
-  g.wait();
-  bench::sample s;
-  s.wall_s = sw.seconds();
+  auto s = bench::time_graph(sys, troupe::pipeline{src, forwarder{}, snk}, where);
   t.check(tuples);
   return s;
 }

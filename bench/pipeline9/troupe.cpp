@@ -1,5 +1,6 @@
 // pipeline9, troupe: the typed streaming layer, nine nodes on the pool.
 #include "impls.hpp"
+#include "common/stream_graph.hpp"
 
 #include <troupe/troupe.hpp>
 
@@ -19,14 +20,7 @@ bench::sample bench::run_troupe(const params& p) {
   sink snk;
   snk.t = &t;
   const forwarder f{};
-  troupe::stream::options o;
-  o.capacity = 1024;
-  o.placement = troupe::stream::placement::pool;
-  stopwatch sw;
-  auto g = troupe::spawn_pattern(sys, troupe::pipeline{src, f, f, f, f, f, f, f, snk}, o);
-  g.wait();
-  sample s;
-  s.wall_s = sw.seconds();
+  auto s = time_graph(sys, troupe::pipeline{src, f, f, f, f, f, f, f, snk});
   t.check(tuples);
   return s;
 }

@@ -2,6 +2,7 @@
 // std::int64_t), each node on its own thread (`troupe`) or both on the pool
 // (`troupe_pool`).
 #include "impls.hpp"
+#include "common/stream_graph.hpp"
 
 #include <troupe/troupe.hpp>
 
@@ -30,14 +31,7 @@ bench::sample run_stream(const bench::params& p, troupe::stream::placement where
   src.n = items;
   sink snk;
   snk.t = &t;
-  troupe::stream::options o;
-  o.capacity = 1024;
-  o.placement = where;
-  bench::stopwatch sw;
-  auto g = troupe::spawn_pattern(sys, troupe::pipeline{src, snk}, o);
-  g.wait();
-  bench::sample s;
-  s.wall_s = sw.seconds();
+  auto s = bench::time_graph(sys, troupe::pipeline{src, snk}, where);
   t.check(items);
   return s;
 }
