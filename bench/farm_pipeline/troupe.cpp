@@ -2,11 +2,11 @@
 // follow each other directly (router elimination); `troupe_router`: one
 // identity node between them, as a collector + emitter would be.
 #include "impls.hpp"
-#include "common/stream_graph.hpp"
 
 #include <memory>
 
 #include <troupe/troupe.hpp>
+#include "common/stream_graph.hpp"
 
 namespace {
 

@@ -1,11 +1,11 @@
 // pipeline3, troupe: the typed streaming layer (`troupe`, `troupe_threads`)
 // and event actors (`troupe_actors`, the actor baseline).
 #include "impls.hpp"
-#include "common/stream_graph.hpp"
 
 #include <troupe/troupe.hpp>
 
 #include "common/stream_nodes.hpp"
+#include "common/stream_graph.hpp"
 
 namespace {
 struct go_atom {};

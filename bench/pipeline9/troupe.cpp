@@ -1,10 +1,10 @@
 // pipeline9, troupe: the typed streaming layer, nine nodes on the pool.
 #include "impls.hpp"
-#include "common/stream_graph.hpp"
 
 #include <troupe/troupe.hpp>
 
 #include "common/stream_nodes.hpp"
+#include "common/stream_graph.hpp"
 
 using bench::stream_tuple::forwarder;
 using bench::stream_tuple::sink;

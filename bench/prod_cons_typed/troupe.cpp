@@ -2,9 +2,9 @@
 // std::int64_t), each node on its own thread (`troupe`) or both on the pool
 // (`troupe_pool`).
 #include "impls.hpp"
-#include "common/stream_graph.hpp"
 
 #include <troupe/troupe.hpp>
+#include "common/stream_graph.hpp"
 
 namespace {
 
