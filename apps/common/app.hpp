@@ -58,8 +58,11 @@ class replay_source : public troupe::stream::node<void, T> {
       }
     }
     T v = (*data_)[pos_];
-    prepare_(v, sent_ / n, *this);
-    if (++pos_ == n) pos_ = 0;
+    prepare_(v, pass_, *this);
+    if (++pos_ == n) {
+      pos_ = 0;
+      ++pass_;
+    }
     ++sent_;
     v.stamp = troupe::stream::now();
     this->send_next(std::move(v));
@@ -72,7 +75,7 @@ class replay_source : public troupe::stream::node<void, T> {
   double rate_;
   std::uint64_t passes_;
   Prepare prepare_;
-  std::uint64_t start_ = 0, sent_ = 0;
+  std::uint64_t start_ = 0, sent_ = 0, pass_ = 0;
   std::size_t pos_ = 0;
 };
 

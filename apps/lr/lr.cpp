@@ -240,6 +240,20 @@ std::vector<std::string> generate(int minutes, int xways, std::uint64_t seed) {
   return out;
 }
 
+namespace {
+int whole_number(const cli& c, const std::string& flag, int lo, int hi) {
+  const double v = parse_real("--" + flag, c.extra.at(flag));
+  if (v != std::floor(v) || v < lo || v > hi)
+    throw usage_error("--" + flag + ": expected a whole number from " + std::to_string(lo) + " to " +
+                      std::to_string(hi) + ", got '" + c.extra.at(flag) + "'");
+  return static_cast<int>(v);
+}
+}  // namespace
+
+std::vector<std::string> generate(const cli& c) {
+  return generate(whole_number(c, "minutes", 1, 24 * 60), whole_number(c, "xways", 1, max_xways));
+}
+
 // -- the troupe graph ----------------------------------------------------------------
 
 namespace {
@@ -320,14 +334,6 @@ struct clock_to_all {
   }
 };
 
-std::int32_t whole_number(const cli& c, const std::string& flag, int lo, int hi) {
-  const double v = parse_real("--" + flag, c.extra.at(flag));
-  if (v != std::floor(v) || v < lo || v > hi)
-    throw usage_error("--" + flag + ": expected a whole number from " + std::to_string(lo) + " to " +
-                      std::to_string(hi) + ", got '" + c.extra.at(flag) + "'");
-  return static_cast<std::int32_t>(v);
-}
-
 }  // namespace
 
 outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
@@ -335,8 +341,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
     throw usage_error("--parallelism: the sink joins the three branches and has one replica, got " +
                       std::to_string(c.replicas(8)));
   auto lines = std::make_shared<std::vector<std::string>>(
-      c.input.empty() ? generate(whole_number(c, "minutes", 1, 24 * 60), whole_number(c, "xways", 1, max_xways))
-                      : read_lines(c.input));
+      c.input.empty() ? generate(c) : read_lines(c.input));
   auto in = load(*lines);
   if (in.data->empty())
     throw std::runtime_error("no valid position report in the input (" + std::to_string(in.malformed) +

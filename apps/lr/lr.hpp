@@ -147,6 +147,9 @@ bool parse_report(const std::string& text, std::int32_t offset, report& out);
 /// congestion that builds up and clears, a few accidents; each vehicle reports
 /// every 30 s; about 1 line in 200 is a query of type 2 or 3). Sorted by time.
 std::vector<std::string> generate(int minutes, int xways = 1, std::uint64_t seed = 7);
+/// The same, sized by the flags --minutes (1 to 1440) and --xways (1 to 100);
+/// throws usage_error naming a bad one.
+std::vector<std::string> generate(const cli& c);
 
 /// The checked lines of an input as source tuples (pointing into `lines`,
 /// which must outlive them), the seconds one pass spans (whole minutes) and

@@ -11,12 +11,8 @@ int main(int argc, char** argv) {
   return main_of("troupe-lr", lr::operators, "", argc, argv,
                  [](const cli& c) {
                    if (!c.extra.at("generate").empty()) {
-                     const auto minutes = static_cast<int>(parse_real("--minutes", c.extra.at("minutes")));
-                     const auto xways = static_cast<int>(parse_real("--xways", c.extra.at("xways")));
-                     if (minutes < 1 || xways < 1 || xways > lr::max_xways)
-                       throw usage_error("--minutes and --xways: expected whole numbers >= 1 (xways <= 100)");
                      const auto& path = c.extra.at("generate");
-                     auto lines = lr::generate(minutes, xways);
+                     auto lines = lr::generate(c);
                      std::ofstream f{path};
                      for (auto& l : lines) f << l << '\n';
                      if (!f) throw std::runtime_error("cannot write '" + path + "'");
