@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
                                  [](const bench::params& p) { return static_cast<double>(p.get("tuples")); });
   s.variants = [](bool full) {
     return std::vector<bench::variant>{
-        {"3 stages, 2 workers", {{"tuples", full ? 20'000'000 : 5'000'000}, {"workers", 2}}}};
+        {"3 stages, 2 workers", {{"tuples", full ? 20'000'000 : 5'000'000}, {"workers", 2}}},
+        {"1 worker, 3 stages", {{"tuples", full ? 20'000'000 : 5'000'000}, {"workers", 1}}}};
   };
   s.default_runs = 3;
   return bench::run_main(argc, argv, s);

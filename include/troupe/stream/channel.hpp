@@ -9,9 +9,10 @@
 // Running and waking. Each node replica (a runner) is a scheduler resumable
 // (or a loop on its own thread) with one `active` flag: true while it is
 // queued or running. A consumer that finds no input clears the flag, fences,
-// and looks at its channels once more; a producer that has pushed reads the
-// flag with a plain load and wakes the consumer if it is clear (exchange, then
-// schedule). That plain load can miss a consumer that is just going idle (the
+// and looks at its channels once more; a producer that has published pushes
+// (it publishes them in small groups: see outlet::push) reads the flag with a
+// plain load and wakes the consumer if it is clear (exchange, then schedule).
+// That plain load can miss a consumer that is just going idle (the
 // producer's push may still sit in its store buffer when the consumer looks),
 // so every producer also fences and re-checks its consumers whenever it ends
 // a batch, goes idle, blocks or closes: an element is never stranded for
@@ -24,6 +25,7 @@
 // blocking it, so a graph with more nodes than workers never deadlocks.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -230,6 +232,9 @@ class outlet {
       chans_.push_back(p->connect(capacity));
       chans_.back()->producer = self;
     }
+    // A runner publishes its pushes in groups (see push); an entry actor
+    // publishes each one at once.
+    publish_every_ = self == nullptr ? 1 : std::clamp<std::size_t>(chans_.empty() ? 1 : chans_[0]->ring.capacity() / 4, 1, 32);
     kind_ = chans_.size() == 1 && d.kind != route::broadcast ? route::single : d.kind;
     pick_ = d.pick;
     if (chans_.empty()) throw std::logic_error("stream: a stage has no downstream replica");
@@ -238,9 +243,8 @@ class outlet {
   /// Pushes `v` (or parks it when its channel is full). Order per channel is kept.
   void send(T&& v) {
     // The common case inline: one channel, nothing parked, room.
-    if (kind_ == route::single && overflow_.empty() && chans_[0]->ring.try_push(std::move(v))) {
+    if (kind_ == route::single && overflow_.empty() && push(0, std::move(v))) {
       ++sent_;
-      notify(0);
       return;
     }
     send_slow(std::move(v));
@@ -267,17 +271,12 @@ class outlet {
       case route::least_loaded: {
         std::size_t best = 0, best_size = SIZE_MAX;
         for (std::size_t i = 0; i < chans_.size(); ++i)
-          if (auto s = chans_[i]->ring.size(); s < best_size) best = i, best_size = s;
+          if (auto s = chans_[i]->ring.pushed_size(); s < best_size) best = i, best_size = s;
         return push_or_park(best, std::move(v));
       }
       case route::round_robin:
       case route::random:
-        if (!in_turn([&](std::size_t i) {
-              if (!chans_[i]->ring.try_push(std::move(v))) return false;
-              notify(i);
-              return true;
-            }))
-          park(npos, std::move(v));
+        if (!in_turn([&](std::size_t i) { return push(i, std::move(v)); })) park(npos, std::move(v));
         return;
     }
   }
@@ -314,30 +313,29 @@ class outlet {
       return parts_.back().send_if(v, limit);
     }
     if (!overflow_.empty()) return false;
-    auto room = [&](std::size_t i) { return chans_[i]->ring.size() < limit; };
-    auto push = [&](std::size_t i) {
-      if (!chans_[i]->ring.try_push(std::move(v))) return false;
+    auto room = [&](std::size_t i) { return chans_[i]->ring.pushed_size() < limit; };
+    auto push_v = [&](std::size_t i) {
+      if (!push(i, std::move(v))) return false;
       ++sent_;
-      notify(i);
       return true;
     };
     switch (kind_) {
       case route::single:
-        return room(0) && push(0);
+        return room(0) && push_v(0);
       case route::keyed: {
         const auto i = pick_(v, chans_.size());
-        return room(i) && push(i);
+        return room(i) && push_v(i);
       }
       case route::broadcast: {
         for (std::size_t i = 0; i < chans_.size(); ++i)
-          if (!room(i) || chans_[i]->ring.size() >= chans_[i]->ring.capacity()) return false;
+          if (!room(i) || chans_[i]->ring.pushed_size() >= chans_[i]->ring.capacity()) return false;
         send(std::move(v));
         return true;
       }
       case route::least_loaded:
       case route::round_robin:
       case route::random:
-        return in_turn([&](std::size_t i) { return room(i) && push(i); });
+        return in_turn([&](std::size_t i) { return room(i) && push_v(i); });
       case route::branches:
         break;
     }
@@ -347,7 +345,7 @@ class outlet {
   /// Whether send_if(v, limit) would send now (not for branches).
   bool would_take(const T& v, std::size_t limit) const {
     if (!overflow_.empty()) return false;
-    auto room = [&](const channel<T>* c) { return c->ring.size() < limit && c->has_room(); };
+    auto room = [&](const channel<T>* c) { return c->ring.pushed_size() < std::min(limit, c->ring.capacity()); };
     switch (kind_) {
       case route::single: return room(chans_[0]);
       case route::keyed: return room(chans_[pick_(v, chans_.size())]);
@@ -410,16 +408,10 @@ class outlet {
     for (; done < overflow_.size(); ++done) {
       auto& [i, v] = overflow_[done];
       if (i != npos) {
-        if (!chans_[i]->ring.try_push(std::move(v))) break;
-        notify(i);
+        if (!push(i, std::move(v))) break;
       } else {
         bool ok = false;
-        for (std::size_t k = 0; k < chans_.size() && !ok; ++k) {
-          if (chans_[k]->ring.try_push(std::move(v))) {
-            notify(k);
-            ok = true;
-          }
-        }
+        for (std::size_t k = 0; k < chans_.size() && !ok; ++k) ok = push(k, std::move(v));
         if (!ok) break;
       }
     }
@@ -432,8 +424,16 @@ class outlet {
     return true;
   }
 
-  /// Wakes every consumer that has elements but is idle; see the file comment.
+  /// Makes every push visible to its consumer (waking it if idle).
+  void publish() noexcept {
+    for (auto& p : parts_) p.publish();
+    for (std::size_t i = 0; i < chans_.size(); ++i) publish(i);
+  }
+
+  /// Publishes, then wakes every consumer that has elements but is idle; see
+  /// the file comment.
   void sweep() noexcept {
+    publish();
     for (auto& p : parts_) p.sweep();
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (auto* c : chans_)
@@ -442,6 +442,7 @@ class outlet {
 
   /// End of stream on every channel (after the last push).
   void close() noexcept {
+    publish();
     for (auto& p : parts_) p.close();
     for (auto* c : chans_) c->closed.store(true, std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -484,8 +485,25 @@ class outlet {
     overflow_.emplace_back(i, std::move(v));
   }
   void push_or_park(std::size_t i, T&& v) {
-    if (chans_[i]->ring.try_push(std::move(v))) notify(i);
-    else overflow_.emplace_back(i, std::move(v));
+    if (!push(i, std::move(v))) overflow_.emplace_back(i, std::move(v));
+  }
+  /// Into channel i; false (v untouched) when full. Pushes are published
+  /// (made visible, and an idle consumer woken) in groups of publish_every_,
+  /// when the channel is full, and at every batch end, block, pause or close
+  /// of the producer (sweep, close): an element waits at most for its
+  /// producer's next few pushes, and a consumer that polls an almost empty
+  /// channel pulls its index once per group instead of once per element.
+  [[gnu::always_inline]] bool push(std::size_t i, T&& v) {
+    auto& r = chans_[i]->ring;
+    if (r.try_emplace_unpublished(std::move(v))) {
+      if (r.unpublished() >= publish_every_) publish(i);
+      return true;
+    }
+    publish(i);  // full: the consumer must see what it holds
+    return false;
+  }
+  void publish(std::size_t i) noexcept {
+    if (chans_[i]->ring.publish()) notify(i);
   }
   void notify(std::size_t i) noexcept {
     auto* c = chans_[i]->consumer;
@@ -517,6 +535,7 @@ class outlet {
   std::minstd_rand rng_{std::random_device{}()};
   std::vector<std::pair<std::size_t, T>> overflow_;
   bool waiting_ = false;  // some channel's `waiting` flag is ours to clear
+  std::size_t publish_every_ = 1;
   std::uint64_t sent_ = 0;
   std::vector<outlet<T>> parts_;  // route::branches: one outlet per branch
   mutable std::atomic<std::size_t> blocked_part_{0};
@@ -531,6 +550,7 @@ class outlet<void> {
   channel<int>* blocked_on() const noexcept { return nullptr; }
   bool has_room(const channel<int>*) const noexcept { return true; }
   bool flush() noexcept { return true; }
+  void publish() noexcept {}
   void sweep() noexcept {}
   void close() noexcept {}
   std::uint64_t take_sent() noexcept { return 0; }

@@ -245,6 +245,7 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
         // Pooled runners end the activation instead (below), so that the
         // runners sharing their worker get their turn.
         if (!this->settings_.dedicated) break;
+        out_.publish();
         if (in != 0)
           for (auto& c : inputs) c->room_made();
         if (!linger()) break;

@@ -30,6 +30,7 @@ class spsc_ring {
   spsc_ring(const spsc_ring&) = delete;
   spsc_ring& operator=(const spsc_ring&) = delete;
   ~spsc_ring() {
+    publish();
     T* v;
     while ((v = front()) != nullptr) pop();
   }
@@ -39,17 +40,40 @@ class spsc_ring {
   /// Producer. false when full (the value is left untouched).
   template <class... Args>
   bool try_emplace(Args&&... args) {
-    const auto t = tail_.load(std::memory_order_relaxed);
+    if (!try_emplace_unpublished(std::forward<Args>(args)...)) return false;
+    publish();
+    return true;
+  }
+  bool try_push(T&& v) { return try_emplace(std::move(v)); }
+  bool try_push(const T& v) { return try_emplace(v); }
+
+  /// Producer. Like try_emplace, but the consumer sees the value only after
+  /// the next publish() (or a later try_emplace): a batch of values then
+  /// costs one index store, and a consumer polling the ring one cache-line
+  /// transfer of the index instead of one per value.
+  template <class... Args>
+  bool try_emplace_unpublished(Args&&... args) {
+    const auto t = next_;
     if (t - cached_head_ > mask_) {
       cached_head_ = head_.load(std::memory_order_acquire);
       if (t - cached_head_ > mask_) return false;
     }
     ::new (slots_[t & mask_].bytes) T(std::forward<Args>(args)...);
-    tail_.store(t + 1, std::memory_order_release);
+    next_ = t + 1;
     return true;
   }
-  bool try_push(T&& v) { return try_emplace(std::move(v)); }
-  bool try_push(const T& v) { return try_emplace(v); }
+  /// Producer. Makes every value pushed so far visible; true if there were
+  /// unpublished ones.
+  bool publish() noexcept {
+    if (next_ == published_) return false;
+    published_ = next_;
+    tail_.store(next_, std::memory_order_release);
+    return true;
+  }
+  /// Producer. Values pushed and not yet published.
+  std::size_t unpublished() const noexcept { return next_ - published_; }
+  /// Producer. Values pushed (published or not) and not yet consumed.
+  std::size_t pushed_size() const noexcept { return next_ - head_.load(std::memory_order_acquire); }
 
   /// Consumer. The oldest value, or nullptr when empty; valid until pop().
   T* front() noexcept {
@@ -99,7 +123,7 @@ class spsc_ring {
     return i;
   }
 
-  /// Either side; a snapshot.
+  /// Either side; a snapshot of the published values.
   std::size_t size() const noexcept {
     return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
   }
@@ -120,8 +144,12 @@ class spsc_ring {
   std::unique_ptr<slot[]> slots_;
   alignas(cache_line) std::atomic<std::size_t> head_{0};  // consumer writes
   std::size_t cached_tail_ = 0;                          // consumer's view of tail_
-  alignas(cache_line) std::atomic<std::size_t> tail_{0};  // producer writes
-  std::size_t cached_head_ = 0;                          // producer's view of head_
+  alignas(cache_line) std::atomic<std::size_t> tail_{0};  // producer writes, consumer polls
+  // The producer's own fields, off tail_'s line: next_ changes with every
+  // push, and a consumer polling tail_ must not pull that line each time.
+  alignas(cache_line) std::size_t next_ = 0;  // the next slot to fill
+  std::size_t published_ = 0;                 // the last value stored in tail_
+  std::size_t cached_head_ = 0;               // the producer's view of head_
 };
 
 }  // namespace troupe
