@@ -357,6 +357,37 @@ TEST_P(stream_placement, send_all_reaches_every_replica_in_order) {
   EXPECT_EQ(chk.late->load(), 0);
 }
 
+// Producers publish their pushes in groups (outlet::push): an element must
+// still go on at once when its producer's input runs dry, not wait for more
+// input or the end of the stream. One element at a time, each awaited at the
+// end of an open graph (a stranded one would hang here until the deadline).
+TEST_P(stream_placement, a_lone_element_goes_through_an_open_graph) {
+  troupe::actor_system sys{cfg()};
+  std::atomic<std::int64_t> got{0}, last{-1};
+  auto collector = sys.spawn([&](troupe::event_actor&) {
+    return troupe::behavior{[&](std::int64_t x) {
+      last.store(x);
+      got.fetch_add(1);
+    }};
+  });
+  auto o = opts();
+  o.results_to = collector;
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{st::map([](std::int64_t x) { return x + 1; }), troupe::farm{st::map([](std::int64_t x) { return x * 2; }), 2},
+                       st::map([](std::int64_t x) { return x - 1; })},
+      o);
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (std::int64_t i = 0; i < 100; ++i) {
+    sys.send(g, i);
+    while (got.load() < i + 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100us);
+    ASSERT_EQ(got.load(), i + 1) << "element " << i << " did not come through while the stream was open";
+    EXPECT_EQ(last.load(), (i + 1) * 2 - 1);
+  }
+  g.close();
+  g.wait();
+}
+
 INSTANTIATE_TEST_SUITE_P(placements, stream_placement,
                          ::testing::Values(placement_case{"pool_1_worker", 1, st::placement::pool},
                                            placement_case{"pool_2_workers", 2, st::placement::pool},
