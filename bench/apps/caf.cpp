@@ -10,8 +10,11 @@
 // moving_average, round robin (per sender) elsewhere. No router actor. The
 // sinks keep what the apps' sinks keep in a benchmark run (fd: nothing; sd:
 // the spikes' (device, epoch)), each replica in its own set where troupe's
-// replicas share one under a mutex. lr's dispatcher sends a copy of each report to each of
-// three branches (fan_out: one route per branch, as troupe's stream::branches).
+// replicas share one under a mutex; in runs over whole passes (the `passes`
+// param) they also keep what tests/caf_apps_test.cpp compares: fd's outlier
+// ids, lr's tolls, and the wc counters their final counts. lr's dispatcher
+// sends a copy of each report to each of three branches (fan_out: one route
+// per branch, as troupe's stream::branches).
 //
 // Sources. Each source replica replays the whole in-memory input cyclically,
 // stamping each tuple with troupe::stream::now(). Per activation it sends at
@@ -69,6 +72,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <span>
 #include <string>
@@ -131,6 +135,17 @@ struct results {
   std::atomic<std::uint64_t> assessed{0};  // lr sink: tolls
   std::atomic<std::uint64_t> charged{0};   // lr sink: tolls above 0
   std::vector<troupe::stream::latency_histogram> latency;  // one per sink replica, every tuple
+  // Runs over whole passes: what the application computed, merged in by the
+  // actors as they end.
+  bool keep = false;
+  std::mutex mtx;
+  bench::apps::results computed;
+  template <class F>
+  void merge(F f) {
+    if (!keep) return;
+    std::lock_guard<std::mutex> guard{mtx};
+    f(computed);
+  }
 };
 
 /// How a route picks a replica by key; nullptr: round robin.
@@ -232,7 +247,8 @@ struct source_state {
 template <class T, class Prepare>
 caf::behavior source_actor(caf::stateful_actor<source_state<T, Prepare>>* self,
                            std::shared_ptr<const std::vector<T>> data, route<T> out, Prepare prepare,
-                           std::span<mailbox_gauge> gauges, double seconds, double rate, results* res) {
+                           std::span<mailbox_gauge> gauges, double seconds, std::uint64_t passes, double rate,
+                           results* res) {
   self->state.out = std::move(out);
   self->state.prepare = std::move(prepare);
   const auto duration_ns = static_cast<std::uint64_t>(seconds * 1e9);
@@ -241,7 +257,7 @@ caf::behavior source_actor(caf::stateful_actor<source_state<T, Prepare>>* self,
     const auto t = now();
     if (st.start == 0) st.start = t;
     const auto elapsed = t - st.start;
-    if (elapsed >= duration_ns) {
+    if (passes != 0 ? st.pass >= passes : elapsed >= duration_ns) {
       res->sent += st.sent + st.markers;
       st.out.end(self);
       self->quit();
@@ -260,7 +276,7 @@ caf::behavior source_actor(caf::stateful_actor<source_state<T, Prepare>>* self,
       budget = std::min<std::uint64_t>(budget, due - st.sent);
     }
     const auto& in = *data;
-    for (std::uint64_t k = 0; k < budget; ++k) {
+    for (std::uint64_t k = 0; k < budget && (passes == 0 || st.pass < passes); ++k) {
       const auto replica = st.out.pick(in[st.pos]);
       if (gauges[replica].get() >= limit) {
         self->delayed_send(self, std::chrono::nanoseconds{0}, go_atom::value);
@@ -359,6 +375,7 @@ class graph {
  public:
   explicit graph(outcome& o)
       : o_{o}, gauges_(o.replicas), cfg_{static_cast<std::int64_t>(o.workers)}, sys_{cfg_}, self_{sys_} {
+    res_.keep = o.passes != 0;
     bench::caf_support::check_workers(sys_, static_cast<std::int64_t>(o.workers));
   }
 
@@ -392,7 +409,7 @@ class graph {
     auto& o = o_;
     auto sources = replicas(o.replicas, [&](std::size_t) {
       return sys_.spawn(source_actor<T, Prepare>, data, route<T>{first, key}, prepare, std::span{gauges_}, o.seconds,
-                        o.rate, &res_);
+                        o.passes, o.rate, &res_);
     });
     bench::stopwatch sw;
     for (auto& s : sources) self_->send(s, go_atom::value);
@@ -403,6 +420,8 @@ class graph {
     o.words = res_.words;
     o.tolls_assessed = res_.assessed;
     o.tolls_charged = res_.charged;
+    o.computed = std::move(res_.computed);
+    std::sort(o.computed.tolls.begin(), o.computed.tolls.end());
     troupe::stream::latency_histogram latency;
     for (auto& h : res_.latency) latency.merge(h);
     o.p50_us = static_cast<double>(latency.percentile(0.5)) / 1000.0;
@@ -458,7 +477,7 @@ struct splitter {
   }
 };
 
-struct counter : no_end {
+struct counter {
   using in = wc::word;
   using out = wc::count;
   std::unordered_map<std::string, std::uint64_t> counts;
@@ -466,6 +485,11 @@ struct counter : no_end {
   void operator()(wc::word& w, Emit emit) {
     auto n = ++counts[w.text];
     emit(wc::count{std::move(w.text), n, w.stamp});
+  }
+  template <class Emit>
+  void end(results& r, Emit) {
+    // Each word goes to one counter replica: the replicas' counts are disjoint.
+    r.merge([&](bench::apps::results& c) { c.word_counts.insert(counts.begin(), counts.end()); });
   }
 };
 
@@ -514,9 +538,16 @@ struct predictor : no_end {
   }
 };
 
-struct fd_sink : no_end {
+struct fd_sink {
   using in = fd::transaction;
-  void operator()(const fd::transaction&) {}  // counted and timed only, as troupe-fd's sink in a benchmark
+  bool keep = false;  // the outliers' ids (runs over whole passes); otherwise counted and timed only, as troupe-fd's
+  std::set<std::string> ids;
+  void operator()(const fd::transaction& t) {
+    if (keep) ids.emplace(t.id);
+  }
+  void end(results& r) {
+    r.merge([&](bench::apps::results& c) { c.outliers.merge(ids); });
+  }
 };
 
 std::size_t customer_key(const fd::transaction& t) { return std::hash<std::string_view>{}({t.customer, 3}); }
@@ -533,7 +564,7 @@ void run_fd(outcome& o) {
   graph g{o};
   predictor pred;
   pred.m = &m;
-  auto snk = g.sinks(fd_sink{});
+  auto snk = g.sinks(fd_sink{o.passes != 0, {}});
   auto prd = g.stage(std::move(pred), {snk, nullptr}, fed_by_sources);
   g.run<fd::transaction>(std::move(data), prd, customer_key);
 }
@@ -560,10 +591,13 @@ struct detector : no_end {
   }
 };
 
-struct sd_sink : no_end {
+struct sd_sink {
   using in = sd::reading;
   std::set<std::pair<int, std::uint64_t>> spikes;  // (device, epoch), as sd.cpp's sink keeps them
   void operator()(const sd::reading& r) { spikes.emplace(r.device, r.epoch); }
+  void end(results& r) {
+    r.merge([&](bench::apps::results& c) { c.spikes.merge(spikes); });
+  }
 };
 
 std::size_t device_key(const sd::reading& r) { return std::hash<int>{}(r.device); }
@@ -618,9 +652,11 @@ struct lr_sink {
   lr::minute_markers markers;
   lr::toll_logic logic;
   std::uint64_t assessed = 0, charged = 0;
+  bool keep = false;            // the tolls themselves (runs over whole passes)
+  std::vector<lr::toll> tolls;
 
   lr_sink() = default;
-  explicit lr_sink(std::size_t upstream) : markers{upstream} {}
+  lr_sink(std::size_t upstream, bool keep) : markers{upstream}, keep{keep} {}
   void operator()(const lr::notification& n) {
     if (n.closes == lr::no_marker) logic.on(n, [](lr::toll&&) {});
     else if (markers.complete(n.closes)) logic.close(n.closes, n.stamp, [this](lr::toll&& t) { record(t); });
@@ -629,8 +665,10 @@ struct lr_sink {
     logic.finish([this](lr::toll&& t) { record(t); });
     r.assessed += assessed;
     r.charged += charged;
+    r.merge([&](bench::apps::results& c) { c.tolls.insert(c.tolls.end(), tolls.begin(), tolls.end()); });
   }
   void record(const lr::toll& t) {
+    if (keep) tolls.push_back(t);
     ++assessed;
     if (t.amount > 0) ++charged;
   }
@@ -651,7 +689,7 @@ void run_lr(outcome& o) {
   const auto r = o.replicas;
   graph g{o};
   using lr::count, lr::lav, lr::line, lr::notification, lr::report, lr::vehicle_speed;
-  auto snk = g.sinks(lr_sink{3 * r}, 1, 3 * r);
+  auto snk = g.sinks(lr_sink{3 * r, o.passes != 0}, 1, 3 * r);
   auto pos = g.stage(minute_op<report, notification, lr::crossing_logic>{r}, {snk, nullptr});
   auto las_n = g.stage(minute_op<lav, notification, lr::lav_notification_logic>{r}, {snk, nullptr});
   auto las = g.stage(minute_op<vehicle_speed, lav, lr::last_average_speed_logic>{r}, {las_n, nullptr});
@@ -666,7 +704,7 @@ void run_lr(outcome& o) {
 
 }  // namespace
 
-bench::sample bench::run_caf(const params& p) {
+bench::apps::outcome bench::apps::caf_outcome(const params& p) {
   outcome o{p};
   switch (o.id) {
     case apps::app::wc: run_wc(o); break;
@@ -675,5 +713,7 @@ bench::sample bench::run_caf(const params& p) {
     case apps::app::lr: run_lr(o); break;
   }
   o.check();
-  return o.report();
+  return o;
 }
+
+bench::sample bench::run_caf(const params& p) { return apps::caf_outcome(p).report(); }

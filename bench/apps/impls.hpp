@@ -49,6 +49,11 @@
 //   replicas  replicas of every operator, source and sink included (lr:
 //             but its sink)
 //   seconds   how long the sources emit
+//   passes    (optional, not in any variant) instead of `seconds`: each
+//             source replica replays the input this many times, then ends
+//             its stream; the outcome then also holds what the application
+//             computed (outcome::results), so that tests can compare both
+//             implementations (tests/caf_apps_test.cpp)
 //   workers   scheduler threads
 // variants:
 //   max_rate    one per app: rate 0, replicas 1, workers 2, seconds quick 5 / full 10
@@ -108,17 +113,21 @@
 // assessed tolls, at most one per tuple it got (each toll is a crossing
 // notification's), and charged (toll > 0) at most as many. Run over whole
 // passes instead of `seconds`, both implementations assess and charge the
-// same tolls as troupe-lr --passes N (compared by hand, not by the benchmark).
+// same tolls as troupe-lr --passes N (tests/caf_apps_test.cpp compares every
+// result of both implementations over whole passes).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/harness.hpp"
+#include "lr/lr.hpp"
 
 namespace bench {
 
@@ -175,6 +184,16 @@ inline constexpr double sd_threshold = 0.025;
 inline constexpr int lr_minutes = 180;
 inline constexpr int lr_xways = 1;
 
+/// What an application computed in a run over whole passes, kept the same
+/// way by both implementations (each part only for its application).
+struct results {
+  std::map<std::string, std::uint64_t> word_counts;  // wc: every word's final count
+  std::set<std::string> outliers;                    // fd: transaction ids
+  std::set<std::pair<int, std::uint64_t>> spikes;    // sd: (device, epoch)
+  std::vector<troupe_apps::lr::toll> tolls;          // lr: every toll assessed, sorted
+  bool operator==(const results&) const = default;
+};
+
 /// What both implementations measured; reported and checked the same way.
 struct outcome {
   app id;
@@ -182,19 +201,22 @@ struct outcome {
   double rate;     // per source replica; 0 = full speed
   std::size_t replicas;
   std::size_t workers;
+  std::uint64_t passes;  // 0: the sources run for `seconds`
   double elapsed_s = 0;
   std::uint64_t source_tuples = 0;
   std::uint64_t sink_tuples = 0;
   std::uint64_t words = 0;  // wc: words the splitters produced
   std::uint64_t tolls_assessed = 0, tolls_charged = 0;  // lr: by the sink, and those above 0
   double p50_us = 0, p95_us = 0;
+  results computed;  // filled in runs over whole passes only
 
   explicit outcome(const params& p)
       : id{info(p.get("app")).id},
         seconds{static_cast<double>(p.get("seconds"))},
         rate{static_cast<double>(p.get("rate"))},
         replicas{static_cast<std::size_t>(std::max<std::int64_t>(1, p.get("replicas")))},
-        workers{static_cast<std::size_t>(p.get("workers"))} {}
+        workers{static_cast<std::size_t>(p.get("workers"))},
+        passes{static_cast<std::uint64_t>(std::max<std::int64_t>(0, p.get_or("passes", 0)))} {}
 
   void check() const {
     bench::check(sink_tuples > 0, "the sink got no tuple");
@@ -230,6 +252,10 @@ struct outcome {
     return s;
   }
 };
+
+/// One run of either implementation (checked: outcome::check).
+outcome troupe_outcome(const params& p);
+outcome caf_outcome(const params& p);
 
 /// A variant's parameters, all of them (see the header comment).
 inline params variant_params(const app_info& a, std::int64_t rate, std::int64_t replicas, std::int64_t seconds,

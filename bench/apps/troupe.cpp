@@ -25,20 +25,25 @@ run_result run_wc(troupe::actor_system& sys, cli& c, outcome& o) {
   // the number of words the splitters produced.
   o.words = std::accumulate(w.final_counts.begin(), w.final_counts.end(), std::uint64_t{0},
                             [](std::uint64_t a, const auto& kv) { return a + kv.second; });
+  if (o.passes != 0) o.computed.word_counts = std::move(w.final_counts);
   return std::move(w.result);
 }
 
-run_result run_fd(troupe::actor_system& sys, cli& c, outcome&) {
+run_result run_fd(troupe::actor_system& sys, cli& c, outcome& o) {
   // c.input stays empty: the application generates its 800,000 transactions.
   c.extra["model"] = bench::apps::fd_model();
-  return troupe_apps::fd::run(sys, c).result;
+  auto f = troupe_apps::fd::run(sys, c, o.passes != 0);
+  o.computed.outliers = std::move(f.outliers);
+  return std::move(f.result);
 }
 
-run_result run_sd(troupe::actor_system& sys, cli& c, outcome&) {
+run_result run_sd(troupe::actor_system& sys, cli& c, outcome& o) {
   // c.input stays empty: the application generates its 1,000,000 readings.
   c.extra["window"] = std::to_string(bench::apps::sd_window);
   c.extra["threshold"] = std::to_string(bench::apps::sd_threshold);
-  return troupe_apps::sd::run(sys, c).result;
+  auto d = troupe_apps::sd::run(sys, c);
+  if (o.passes != 0) o.computed.spikes = std::move(d.spikes);
+  return std::move(d.result);
 }
 
 run_result run_lr(troupe::actor_system& sys, cli& c, outcome& o) {
@@ -46,19 +51,21 @@ run_result run_lr(troupe::actor_system& sys, cli& c, outcome& o) {
   c.extra["minutes"] = std::to_string(bench::apps::lr_minutes);
   c.extra["xways"] = std::to_string(bench::apps::lr_xways);
   c.parallelism.back() = 1;  // the sink (lr::run requires one replica)
-  auto r = troupe_apps::lr::run(sys, c);
+  auto r = troupe_apps::lr::run(sys, c, o.passes != 0);
   o.tolls_assessed = r.assessed;
   o.tolls_charged = r.charged;
+  o.computed.tolls = std::move(r.tolls);
   return std::move(r.result);
 }
 
 }  // namespace
 
-bench::sample bench::run_troupe(const params& p) {
+bench::apps::outcome bench::apps::troupe_outcome(const params& p) {
   outcome o{p};
   const auto& app = apps::info(p.get("app"));
   cli c;
-  c.duration = o.seconds;
+  c.duration = o.passes != 0 ? 0 : o.seconds;
+  c.passes = o.passes;
   c.rate = o.rate;
   c.parallelism.assign(app.operators, o.replicas);
   troupe::actor_system sys{troupe::config{}.workers(o.workers)};
@@ -77,5 +84,7 @@ bench::sample bench::run_troupe(const params& p) {
   o.p50_us = static_cast<double>(r.latency.percentile(0.5)) / 1000.0;
   o.p95_us = static_cast<double>(r.latency.percentile(0.95)) / 1000.0;
   o.check();
-  return o.report();
+  return o;
 }
+
+bench::sample bench::run_troupe(const params& p) { return apps::troupe_outcome(p).report(); }
