@@ -216,37 +216,26 @@ inline std::uint64_t first_window_containing(std::uint64_t t, std::uint64_t size
 }
 }  // namespace detail
 
-/// Time windows, whole-window function f(const Key&, std::span<const T>) -> R.
-template <class T, class KeyFn, class TimeFn, class F>
-class time_window_node
-    : public node<T, window_result<detail::key_of<KeyFn, T>,
-                                   std::decay_t<std::invoke_result_t<const F&, const detail::key_of<KeyFn, T>&, std::span<const T>>>>> {
-  using Key = detail::key_of<KeyFn, T>;
-  using R = std::decay_t<std::invoke_result_t<const F&, const Key&, std::span<const T>>>;
-
+namespace detail {
+/// What both time-window nodes share: the key and time functions, the
+/// window shape, each key's state (with its key_clock) and the count of late
+/// elements. Derived::add(key, state, time, element) takes an admitted
+/// element; Derived::flush(key, state) fires what a key still holds at the
+/// end of the stream.
+template <class Derived, class T, class KeyFn, class TimeFn, class State, class Out>
+class time_window_base : public node<T, Out> {
  public:
-  static constexpr const char* kind = "time_window";
-  time_window_node(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide, F f)
-      : key_{std::move(key)}, time_{std::move(time)}, size_{size}, slide_{slide}, f_{std::move(f)} {
-    detail::check_window(size, slide);
-  }
+  using Key = key_of<KeyFn, T>;
 
   void consume(T& x) {
     Key k = std::invoke(key_, std::as_const(x));
     const auto t = static_cast<std::uint64_t>(std::invoke(time_, std::as_const(x)));
     auto& s = keys_[k];
-    if (!s.clock.admit(t, *late_)) return;
-    // Fire every window that ends at or before t.
-    while (!s.buf.empty() && s.window * slide_ + size_ <= t) fire_oldest(k, s);
-    const auto first = detail::first_window_containing(t, size_, slide_);
-    if (s.buf.empty()) s.window = std::max(s.window, first);
-    if (first > t / slide_) return;  // between hopping windows
-    s.buf.push(std::move(x));
+    if (s.clock.admit(t, *late_)) static_cast<Derived&>(*this).add(k, s, t, x);
   }
 
   void on_stop() {
-    for (auto& [k, s] : keys_)
-      while (!s.buf.empty()) fire_oldest(k, s);
+    for (auto& [k, s] : keys_) static_cast<Derived&>(*this).flush(k, s);
     keys_.clear();
   }
 
@@ -254,93 +243,128 @@ class time_window_node
   /// (ask the node object that was given to the pattern).
   std::uint64_t late() const noexcept { return late_->load(std::memory_order_relaxed); }
 
- private:
-  struct state {
-    detail::key_clock clock;
-    std::uint64_t window = 0;      // the oldest open window
-    detail::window_buffer<T> buf;  // elements of the open windows, by time
-  };
-  std::uint64_t time_of(const T& x) const { return static_cast<std::uint64_t>(std::invoke(time_, x)); }
-
-  // Fires window `s.window` if it holds anything, then moves to the next one.
-  void fire_oldest(const Key& k, state& s) {
-    const std::uint64_t start = s.window * slide_, end = start + size_;
-    std::size_t from = 0;
-    while (from < s.buf.size() && time_of(s.buf[from]) < start) ++from;
-    std::size_t n = 0;
-    while (from + n < s.buf.size() && time_of(s.buf[from + n]) < end) ++n;
-    if (n != 0) this->send_next(window_result<Key, R>{k, start, end, std::invoke(f_, k, s.buf.range(from, n))});
-    ++s.window;
-    const std::uint64_t next_start = s.window * slide_;
-    std::size_t old = 0;
-    while (old < s.buf.size() && time_of(s.buf[old]) < next_start) ++old;
-    s.buf.drop(old);
-    // Skip windows that would be empty.
-    if (!s.buf.empty()) s.window = std::max(s.window, detail::first_window_containing(time_of(s.buf[0]), size_, slide_));
+ protected:
+  time_window_base(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide)
+      : key_{std::move(key)}, time_{std::move(time)}, size_{size}, slide_{slide} {
+    check_window(size, slide);
   }
+  std::uint64_t time_of(const T& x) const { return static_cast<std::uint64_t>(std::invoke(time_, x)); }
 
   KeyFn key_;
   TimeFn time_;
   std::uint64_t size_, slide_;
-  F f_;
-  std::unordered_map<Key, state> keys_;
+
+ private:
+  std::unordered_map<Key, State> keys_;
   std::shared_ptr<std::atomic<std::uint64_t>> late_ = std::make_shared<std::atomic<std::uint64_t>>(0);
+};
+
+template <class T>
+struct time_window_state {
+  key_clock clock;
+  std::uint64_t window = 0;  // the oldest open window
+  window_buffer<T> buf;      // elements of the open windows, by time
+};
+template <class R>
+struct time_window_incremental_state {
+  key_clock clock;
+  std::deque<std::pair<std::uint64_t, R>> open;  // window index, accumulator
+};
+template <class T, class KeyFn, class F>
+using time_window_result =
+    window_result<key_of<KeyFn, T>, std::decay_t<std::invoke_result_t<const F&, const key_of<KeyFn, T>&, std::span<const T>>>>;
+}  // namespace detail
+
+/// Time windows, whole-window function f(const Key&, std::span<const T>) -> R.
+template <class T, class KeyFn, class TimeFn, class F>
+class time_window_node
+    : public detail::time_window_base<time_window_node<T, KeyFn, TimeFn, F>, T, KeyFn, TimeFn,
+                                      detail::time_window_state<T>, detail::time_window_result<T, KeyFn, F>> {
+  using base = detail::time_window_base<time_window_node, T, KeyFn, TimeFn, detail::time_window_state<T>,
+                                        detail::time_window_result<T, KeyFn, F>>;
+  friend base;
+  using Key = typename base::Key;
+  using state = detail::time_window_state<T>;
+
+ public:
+  static constexpr const char* kind = "time_window";
+  time_window_node(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide, F f)
+      : base{std::move(key), std::move(time), size, slide}, f_{std::move(f)} {}
+
+ private:
+  void add(const Key& k, state& s, std::uint64_t t, T& x) {
+    // Fire every window that ends at or before t.
+    while (!s.buf.empty() && s.window * this->slide_ + this->size_ <= t) fire_oldest(k, s);
+    const auto first = detail::first_window_containing(t, this->size_, this->slide_);
+    if (s.buf.empty()) s.window = std::max(s.window, first);
+    if (first > t / this->slide_) return;  // between hopping windows
+    s.buf.push(std::move(x));
+  }
+  void flush(const Key& k, state& s) {
+    while (!s.buf.empty()) fire_oldest(k, s);
+  }
+
+  // Fires window `s.window` if it holds anything, then moves to the next one.
+  void fire_oldest(const Key& k, state& s) {
+    const std::uint64_t start = s.window * this->slide_, end = start + this->size_;
+    std::size_t from = 0;
+    while (from < s.buf.size() && this->time_of(s.buf[from]) < start) ++from;
+    std::size_t n = 0;
+    while (from + n < s.buf.size() && this->time_of(s.buf[from + n]) < end) ++n;
+    if (n != 0)
+      this->send_next(detail::time_window_result<T, KeyFn, F>{k, start, end, std::invoke(f_, k, s.buf.range(from, n))});
+    ++s.window;
+    const std::uint64_t next_start = s.window * this->slide_;
+    std::size_t old = 0;
+    while (old < s.buf.size() && this->time_of(s.buf[old]) < next_start) ++old;
+    s.buf.drop(old);
+    // Skip windows that would be empty.
+    if (!s.buf.empty())
+      s.window = std::max(s.window, detail::first_window_containing(this->time_of(s.buf[0]), this->size_, this->slide_));
+  }
+
+  F f_;
 };
 
 /// Time windows folded element by element: add(R&, const T&), from `init`.
 template <class T, class KeyFn, class TimeFn, class R, class Add>
-class time_window_incremental_node : public node<T, window_result<detail::key_of<KeyFn, T>, R>> {
-  using Key = detail::key_of<KeyFn, T>;
+class time_window_incremental_node
+    : public detail::time_window_base<time_window_incremental_node<T, KeyFn, TimeFn, R, Add>, T, KeyFn, TimeFn,
+                                      detail::time_window_incremental_state<R>, window_result<detail::key_of<KeyFn, T>, R>> {
+  using base = detail::time_window_base<time_window_incremental_node, T, KeyFn, TimeFn,
+                                        detail::time_window_incremental_state<R>, window_result<detail::key_of<KeyFn, T>, R>>;
+  friend base;
+  using Key = typename base::Key;
+  using state = detail::time_window_incremental_state<R>;
 
  public:
   static constexpr const char* kind = "time_window";
   time_window_incremental_node(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide, R init, Add add)
-      : key_{std::move(key)}, time_{std::move(time)}, size_{size}, slide_{slide}, init_{std::move(init)}, add_{std::move(add)} {
-    detail::check_window(size, slide);
-  }
+      : base{std::move(key), std::move(time), size, slide}, init_{std::move(init)}, add_{std::move(add)} {}
 
-  void consume(T& x) {
-    Key k = std::invoke(key_, std::as_const(x));
-    const auto t = static_cast<std::uint64_t>(std::invoke(time_, std::as_const(x)));
-    auto& s = keys_[k];
-    if (!s.clock.admit(t, *late_)) return;
-    while (!s.open.empty() && s.open.front().first * slide_ + size_ <= t) emit_front(k, s);
-    const std::uint64_t lo = detail::first_window_containing(t, size_, slide_);
-    const std::uint64_t hi = t / slide_;  // the last window starting at or before t
-    if (lo > hi) return;                  // between hopping windows
+ private:
+  void add(const Key& k, state& s, std::uint64_t t, T& x) {
+    while (!s.open.empty() && s.open.front().first * this->slide_ + this->size_ <= t) emit_front(k, s);
+    const std::uint64_t lo = detail::first_window_containing(t, this->size_, this->slide_);
+    const std::uint64_t hi = t / this->slide_;  // the last window starting at or before t
+    if (lo > hi) return;                        // between hopping windows
     // Every open window contains t (they start before it and end after it);
     // open the ones that start with it.
     for (std::uint64_t w = s.open.empty() ? lo : std::max(s.open.back().first + 1, lo); w <= hi; ++w)
       s.open.emplace_back(w, init_);
     for (auto& [w, acc] : s.open) std::invoke(add_, acc, std::as_const(x));
   }
-
-  void on_stop() {
-    for (auto& [k, s] : keys_)
-      while (!s.open.empty()) emit_front(k, s);
-    keys_.clear();
+  void flush(const Key& k, state& s) {
+    while (!s.open.empty()) emit_front(k, s);
   }
-
-  std::uint64_t late() const noexcept { return late_->load(std::memory_order_relaxed); }
-
- private:
-  struct state {
-    detail::key_clock clock;
-    std::deque<std::pair<std::uint64_t, R>> open;  // window index, accumulator
-  };
   void emit_front(const Key& k, state& s) {
     auto& [w, acc] = s.open.front();
-    this->send_next(window_result<Key, R>{k, w * slide_, w * slide_ + size_, std::move(acc)});
+    this->send_next(window_result<Key, R>{k, w * this->slide_, w * this->slide_ + this->size_, std::move(acc)});
     s.open.pop_front();
   }
 
-  KeyFn key_;
-  TimeFn time_;
-  std::uint64_t size_, slide_;
   R init_;
   Add add_;
-  std::unordered_map<Key, state> keys_;
-  std::shared_ptr<std::atomic<std::uint64_t>> late_ = std::make_shared<std::atomic<std::uint64_t>>(0);
 };
 
 template <class T, class KeyFn, class F>
