@@ -167,6 +167,10 @@ run_result write_generated(const std::string& program, const cli& c, const char*
   return r;
 }
 
+/// The actor system of an application's main(): troupe's defaults, then the
+/// TROUPE_* environment variables (a bad value ends the run with a message).
+inline troupe::config app_config() { return troupe::config{}.load_env(); }
+
 /// The body of every main(): parses the flags, runs `run(cli)`, prints and
 /// writes the results; bad flags and unreadable input end with a message and
 /// exit status 2.

@@ -48,7 +48,9 @@ std::string cli::usage(const std::string& program, const std::vector<std::string
     << "  --json PATH          write the results as JSON\n"
     << "  --passes N           replay the input N times, then end of stream\n"
     << "  --output PATH        write what reaches the sink, one tuple per line\n"
-    << "  --help               this text\n";
+    << "  --help               this text\n"
+    << "environment: TROUPE_WORKERS, TROUPE_POLLING (aggressive, moderate, relaxed),\n"
+    << "  TROUPE_WORKER_AFFINITY, ... configure the runtime (see troupe::config)\n";
   return o.str();
 }
 

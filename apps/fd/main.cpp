@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
                      return write_generated("troupe-fd", c, "transactions", [&](std::size_t n) {
                        return fd::generate(n, 10'000, fd::model::load(c.extra.at("model")));
                      });
-                   troupe::actor_system sys;
+                   troupe::actor_system sys{app_config()};
                    return fd::run(sys, c).result;
                  },
                  {{"model", TROUPE_APPS_DATA "/fd_model.txt"}, {"generate", ""}, {"lines", "800000"}});

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
                      r.report = false;
                      return r;
                    }
-                   troupe::actor_system sys;
+                   troupe::actor_system sys{app_config()};
                    auto o = lr::run(sys, c);
                    std::printf("tolls: %llu assessed, %llu charged\n", static_cast<unsigned long long>(o.assessed),
                                static_cast<unsigned long long>(o.charged));

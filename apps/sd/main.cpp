@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
                  [](const cli& c) {
                    if (!c.extra.at("generate").empty())
                      return write_generated("troupe-sd", c, "readings", [&](std::size_t n) { return sd::generate(n); });
-                   troupe::actor_system sys;
+                   troupe::actor_system sys{app_config()};
                    return sd::run(sys, c).result;
                  },
                  {{"window", "1000"}, {"threshold", "0.025"}, {"generate", ""}, {"lines", "1000000"}});

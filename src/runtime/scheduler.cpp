@@ -8,7 +8,7 @@ namespace {
 thread_local worker* current_worker = nullptr;
 
 // Search budget before parking, in rounds (a round visits every victim and
-// then pauses ~0.3-1 us): moderate ~50 us, relaxed ~5 us.
+// then pauses ~0.3-1 us): moderate up to ~50 us, relaxed ~5 us.
 constexpr std::uint32_t spin_rounds(polling p) {
   switch (p) {
     case polling::aggressive: return UINT32_MAX;
@@ -16,6 +16,19 @@ constexpr std::uint32_t spin_rounds(polling p) {
     case polling::relaxed: return 10;
   }
   return 100;
+}
+
+// Moderate polling adapts each worker's budget between relaxed's and its
+// own: a search that finds work after r rounds keeps the budget at 2r at
+// least (spinning pays when work comes back within microseconds, as in a
+// busy graph or a ping-pong); a search that parks halves it. Work that comes
+// at gaps longer than the budget (a source paced at 10k elements/s) then
+// costs a wake-up per gap instead of ~50 us of spinning per gap.
+std::uint32_t adapt_budget(polling p, std::uint32_t budget, bool found, std::uint32_t rounds) {
+  if (p != polling::moderate) return spin_rounds(p);
+  const auto lo = spin_rounds(polling::relaxed), hi = spin_rounds(polling::moderate);
+  if (found) return std::min(hi, std::max(budget, 2 * rounds));
+  return std::max(lo, budget / 2);
 }
 }  // namespace
 
@@ -171,35 +184,46 @@ resumable* worker::find_work() noexcept {
 
 resumable* worker::search() noexcept {
   auto& s = *sched_;
-  const auto n = s.workers_.size();
-  const auto budget = spin_rounds(s.polling_);
+  if (spin_budget_ == 0) spin_budget_ = spin_rounds(s.polling_);
   for (;;) {
-    for (std::uint32_t round = 0; round < budget; ++round) {
+    for (std::uint32_t round = 0; round < spin_budget_; ++round) {
       if (s.stop_.load(std::memory_order_acquire)) return nullptr;
-      if (auto* r = s.pop_global()) return r;
-      auto start = static_cast<std::size_t>(rng_ % n);
-      rng_ = rng_ * 6364136223846793005ULL + 1442695040888963407ULL;
-      for (std::size_t i = 0; i < n; ++i) {
-        auto& victim = *s.workers_[(start + i) % n];
-        if (&victim == this) continue;
-        if (auto* r = victim.steal_lifo()) return r;
-        if (auto* r = victim.steal()) return r;
-        // Take a victim's next slot only if the same actor sat there for a
-        // whole round: its owner is busy with something long.
-        auto* seen = victim.next_.load(std::memory_order_acquire);
-        auto& before = seen_next_[victim.index_];
-        if (seen != nullptr && seen == before) {
-          before = nullptr;
-          if (auto* r = victim.steal_next(seen)) return r;
-        } else {
-          before = seen;
-        }
+      auto* r = search_round();
+      if (r != nullptr) {
+        spin_budget_ = adapt_budget(s.polling_, spin_budget_, true, round + 1);
+        return r;
       }
       if (s.polling_ == polling::aggressive && round % 64 == 63) std::this_thread::yield();
       for (int k = 0; k < 64; ++k) cpu_relax();
     }
+    spin_budget_ = adapt_budget(s.polling_, spin_budget_, false, spin_budget_);
     if (!park()) return nullptr;
   }
+}
+
+resumable* worker::search_round() noexcept {
+  auto& s = *sched_;
+  const auto n = s.workers_.size();
+  if (auto* r = s.pop_global()) return r;
+  auto start = static_cast<std::size_t>(rng_ % n);
+  rng_ = rng_ * 6364136223846793005ULL + 1442695040888963407ULL;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& victim = *s.workers_[(start + i) % n];
+    if (&victim == this) continue;
+    if (auto* r = victim.steal_lifo()) return r;
+    if (auto* r = victim.steal()) return r;
+    // Take a victim's next slot only if the same actor sat there for a
+    // whole round: its owner is busy with something long.
+    auto* seen = victim.next_.load(std::memory_order_acquire);
+    auto& before = seen_next_[victim.index_];
+    if (seen != nullptr && seen == before) {
+      before = nullptr;
+      if (auto* r = victim.steal_next(seen)) return r;
+    } else {
+      before = seen;
+    }
+  }
+  return nullptr;
 }
 
 resumable* worker::steal_any() noexcept {

@@ -10,7 +10,8 @@
 //  - a FIFO ring for actors that used up their throughput and yielded, so
 //    that yielding actors take turns fairly. Work from outside the
 // workers (main thread, timers, detached actors) goes through a global queue.
-// Idle workers spin according to the polling strategy, then park on a futex;
+// Idle workers spin according to the polling strategy (moderate: as long as
+// spinning has recently paid off, see worker::search), then park on a futex;
 // a producer wakes a parked worker only when nobody is searching for work.
 #pragma once
 
@@ -67,6 +68,7 @@ class alignas(cache_line) worker {
   void run_one(resumable* r) noexcept;
   resumable* find_work() noexcept;
   resumable* search() noexcept;
+  resumable* search_round() noexcept;  // one visit of the global queue and every victim
   bool park() noexcept;  // false: stop requested
 
   scheduler* sched_;
@@ -74,6 +76,7 @@ class alignas(cache_line) worker {
   std::uint32_t tick_ = 0;
   std::uint32_t next_streak_ = 0;
   std::uint64_t rng_ = 0x9e3779b97f4a7c15ULL;
+  std::uint32_t spin_budget_ = 0;  // search rounds before parking (moderate adapts it; 0: not set yet)
   std::vector<resumable*> seen_next_;  // per victim: its next slot one round ago
 
   static constexpr std::int64_t lifo_size = 4096;

@@ -2,7 +2,9 @@
 // Every knob users know from CAF and SObjectizer, as data, never as macros:
 //   workers          scheduler threads (default: the cores this process may use)
 //   polling          how idle workers wait: aggressive (spin, never sleep),
-//                    moderate (spin ~50 us, then sleep), relaxed (spin ~5 us, then sleep)
+//                    moderate (spin up to ~50 us, then sleep; a worker whose
+//                    spinning has not been paying off spins less, down to
+//                    relaxed's ~5 us), relaxed (spin ~5 us, then sleep)
 //   throughput       messages an actor handles per activation before the
 //                    worker moves on (CAF "max-throughput", SObjectizer
 //                    "max_demands_at_once")
