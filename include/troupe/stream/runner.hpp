@@ -182,11 +182,17 @@ class runner final : public runner_base, public input_side<typename N::in_type> 
     return more(0);
   }
 
-  // A paced source is ahead: come back at `t`. Gaps under 20 us go round
-  // the scheduler (or the thread's loop) instead of a timer.
+  // A paced source is ahead: come back at `t`, but not sooner than
+  // min_pause from now. A source paced faster than one element per
+  // min_pause thus sends what has come due in bursts (as CAF's timer-driven
+  // sources do) instead of polling the clock through the scheduler between
+  // elements, which kept a worker busy whatever the rate.
+  static constexpr std::uint64_t min_pause = 50'000;  // ns
   step_result pause(std::uint64_t t) noexcept {
     batch_done(0);
-    if (t <= stream::now() + 20'000) return step_result::more;
+    const auto now = stream::now();
+    if (t <= now) return step_result::more;
+    t = std::max(t, now + min_pause);
     if (this->dedicated()) {
       for (std::uint64_t n; !cancelled() && (n = stream::now()) < t;)
         std::this_thread::sleep_for(std::chrono::nanoseconds{std::min<std::uint64_t>(t - n, 1'000'000)});
