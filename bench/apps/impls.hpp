@@ -94,7 +94,8 @@
 //            are due and, once caught up, sleeps through CAF's timer
 //            (delayed_send) until the next one is due, 50 us at least (so it
 //            sends bursts of up to 50 us worth of tuples; troupe's paced
-//            source instead polls the clock tuple by tuple).
+//            source does the same through pause_until, which also sleeps
+//            50 us at least).
 // Measured region: from the start of the graph until every sink replica has
 // drained (troupe: run_result::elapsed_s; caf: the same span by
 // bench::stopwatch). Loading and parsing the input is not in it.
