@@ -40,6 +40,21 @@ TEST(spsc_ring, move_only_values_and_destruction_of_leftovers) {
   EXPECT_EQ(counter.use_count(), 1);
 }
 
+namespace {
+// The consumer side of the two-thread tests: 0 .. n-1 in order.
+void expect_in_order(troupe::spsc_ring<std::int64_t>& r, std::int64_t n) {
+  std::int64_t expected = 0, v = 0;
+  while (expected < n) {
+    if (r.try_pop(v)) {
+      ASSERT_EQ(v, expected);
+      ++expected;
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+}  // namespace
+
 TEST(spsc_ring, unpublished_values_are_invisible_until_publish_and_count_as_pushed) {
   troupe::spsc_ring<int> r{4};
   EXPECT_FALSE(r.publish());  // nothing to publish
@@ -91,15 +106,7 @@ TEST(spsc_ring, two_threads_pass_every_value_in_order_when_published_in_groups) 
     }
     r.publish();
   }};
-  std::int64_t expected = 0, v = 0;
-  while (expected < n) {
-    if (r.try_pop(v)) {
-      ASSERT_EQ(v, expected);
-      ++expected;
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  expect_in_order(r, n);
   producer.join();
 }
 
@@ -111,15 +118,7 @@ TEST(spsc_ring, two_threads_pass_every_value_in_order) {
       if (r.try_push(i)) ++i;
       else std::this_thread::yield();
   }};
-  std::int64_t expected = 0, v = 0;
-  while (expected < n) {
-    if (r.try_pop(v)) {
-      ASSERT_EQ(v, expected);
-      ++expected;
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  expect_in_order(r, n);
   producer.join();
   EXPECT_TRUE(r.empty());
 }
