@@ -260,24 +260,20 @@ namespace {
 
 namespace st = troupe::stream;
 
-/// An operator as a node: Logic's outputs go to the next stage; a marker
-/// that completes a minute closes it there and is passed on to every replica.
+/// An operator as a node (lr::minute_operator): outputs to the next stage,
+/// markers to every replica of it.
 template <class In, class Out, class Logic>
 struct minute_node : st::node<In, Out> {
   static constexpr const char* kind = Logic::kind;
-  Logic logic;
-  minute_markers markers;
+  minute_operator<In, Out, Logic> op;
 
-  explicit minute_node(std::size_t upstream) : markers{upstream} {}
+  explicit minute_node(std::size_t upstream) : op{upstream} {}
   void consume(In& x) {
-    auto emit = [this](Out&& o) { this->send_next(std::move(o)); };
-    if (x.closes == no_marker) return logic.on(x, emit);
-    if (!markers.complete(x.closes)) return;
-    logic.close(x.closes, x.stamp, emit);
-    this->send_all(marker<Out>(x.closes, x.stamp));
+    op.consume(x, [this](Out&& o) { this->send_next(std::move(o)); },
+               [this](Out&& m) { this->send_all(std::move(m)); });
   }
   void on_stop() {
-    logic.finish([this](Out&& o) { this->send_next(std::move(o)); });
+    op.logic.finish([this](Out&& o) { this->send_next(std::move(o)); });
   }
 };
 

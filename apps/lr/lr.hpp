@@ -194,6 +194,26 @@ class minute_markers {
   std::map<std::int32_t, std::size_t> seen_;
 };
 
+/// One operator replica around a logic class (below): a tuple goes to
+/// logic.on, whose outputs go on by emit(out&&); the marker that completes a
+/// minute (the last of the upstream replicas') closes it there, then goes on
+/// by all(marker) to every replica of the next operator. The troupe node
+/// (lr.cpp) and the CAF actor (bench/apps/caf.cpp) both wrap it.
+template <class In, class Out, class Logic>
+struct minute_operator {
+  Logic logic;
+  minute_markers markers;
+
+  explicit minute_operator(std::size_t upstream = 1) : markers{upstream} {}
+  template <class Emit, class All>
+  void consume(In& x, Emit&& emit, All&& all) {
+    if (x.closes == no_marker) return logic.on(x, emit);
+    if (!markers.complete(x.closes)) return;
+    logic.close(x.closes, x.stamp, emit);
+    all(marker<Out>(x.closes, x.stamp));
+  }
+};
+
 // -- operator logic (shared by the troupe nodes and the CAF actors) ------------
 // Each has on(input, emit), close(minute, stamp, emit) when every upstream
 // replica has closed `minute`, and finish(emit) at the end of the stream.
@@ -267,17 +287,41 @@ struct sum_count {
   std::int64_t n = 0;
 };
 
+/// Operators that gather state per minute: `minutes`, the stamp of their
+/// latest input (what they emit at the end carries it), and finish(), which
+/// closes the last open minute.
+template <class Derived, class State>
+struct per_minute {
+  by_minute<State> minutes;
+  std::uint64_t stamp = 0;
+  template <class Emit>
+  void finish(Emit&& emit) {
+    if (minutes.last() != no_marker) static_cast<Derived&>(*this).close(minutes.last(), stamp, emit);
+  }
+};
+
+/// f(i, j) for each run [i, j) of elements of `sorted` with equal key(x).
+template <class T, class Key, class F>
+void for_each_run(const std::vector<T>& sorted, Key key, F f) {
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t j = i + 1;
+    while (j < sorted.size() && key(sorted[j]) == key(sorted[i])) ++j;
+    f(i, j);
+    i = j;
+  }
+}
+
+struct vehicle_segment_speed {
+  std::uint64_t key;  // vehicle << 32 | segment
+  std::int64_t mph;
+};
+
 /// Each vehicle's mean speed per segment and minute. Reports are appended
 /// to their minute and summed per (vehicle, segment) when it closes (a sort:
 /// cheaper than a hash table per minute, and exact whatever the order).
-struct average_speed_logic {
+struct average_speed_logic : per_minute<average_speed_logic, std::vector<vehicle_segment_speed>> {
   static constexpr const char* kind = "average_speed";
-  struct speed {
-    std::uint64_t key;  // vehicle << 32 | segment
-    std::int64_t mph;
-  };
-  by_minute<std::vector<speed>> minutes;
-  std::uint64_t stamp = 0;
+  using speed = vehicle_segment_speed;
   template <class Emit>
   void on(const report& r, Emit&&) {
     minutes.at(r.minute).push_back(
@@ -288,10 +332,9 @@ struct average_speed_logic {
   void close(std::int32_t minute, std::uint64_t at, Emit&& emit) {
     minutes.close_until(minute, [&](std::int32_t m, std::vector<speed>& all) {
       std::sort(all.begin(), all.end(), [](const speed& a, const speed& b) { return a.key < b.key; });
-      for (std::size_t i = 0; i < all.size();) {
-        std::size_t j = i;
+      for_each_run(all, [](const speed& x) { return x.key; }, [&](std::size_t i, std::size_t j) {
         std::int64_t sum = 0;
-        for (; j < all.size() && all[j].key == all[i].key; ++j) sum += all[j].mph;
+        for (std::size_t k = i; k < j; ++k) sum += all[k].mph;
         vehicle_speed v;
         v.vid = static_cast<std::int32_t>(all[i].key >> 32);
         v.segment = static_cast<std::int32_t>(all[i].key & 0xffffffffu);
@@ -299,13 +342,8 @@ struct average_speed_logic {
         v.milli_mph = sum * 1000 / static_cast<std::int64_t>(j - i);
         v.stamp = at;
         emit(std::move(v));
-        i = j;
-      }
+      });
     });
-  }
-  template <class Emit>
-  void finish(Emit&& emit) {
-    close(minutes.last(), stamp, emit);
   }
 };
 
@@ -313,12 +351,11 @@ struct average_speed_logic {
 /// means), and at the close of minute m the LAV that applies to minute m+1:
 /// the mean of those averages over minutes m-4 .. m (minutes without cars
 /// left out), rounded down to whole mph.
-struct last_average_speed_logic {
+// minutes: segment -> the sum and count of its vehicles' means
+struct last_average_speed_logic : per_minute<last_average_speed_logic, std::unordered_map<std::int32_t, sum_count>> {
   static constexpr const char* kind = "last_average_speed";
-  by_minute<std::unordered_map<std::int32_t, sum_count>> minutes;  // segment -> vehicles' means
   std::unordered_map<std::int32_t, std::deque<std::pair<std::int32_t, std::int64_t>>> history;  // (minute, mean)
   std::int32_t closed = no_marker;
-  std::uint64_t stamp = 0;
   template <class Emit>
   void on(const vehicle_speed& v, Emit&&) {
     auto& a = minutes.at(v.minute)[v.segment];
@@ -334,10 +371,6 @@ struct last_average_speed_logic {
     // One LAV per closed minute, also for minutes without any report here.
     for (std::int32_t m = closed == no_marker ? minute : closed + 1; m <= minute; ++m) emit_lavs(m, at, emit);
     closed = std::max(closed, minute);
-  }
-  template <class Emit>
-  void finish(Emit&& emit) {
-    if (minutes.last() != no_marker) close(minutes.last(), stamp, emit);
   }
 
  private:
@@ -370,18 +403,17 @@ struct last_average_speed_logic {
 /// cars stopped (4 consecutive reports, 30 s apart, from the same lane and
 /// position) at the same place. Cars are appended to their minute and
 /// counted (sorted, duplicates dropped) when it closes.
-struct count_vehicles_logic {
+struct count_vehicles_state {
+  std::vector<std::uint64_t> cars;                                              // segment << 32 | vehicle
+  std::unordered_map<std::uint64_t, std::unordered_set<std::int32_t>> stopped;  // place -> stopped vehicles
+};
+struct count_vehicles_logic : per_minute<count_vehicles_logic, count_vehicles_state> {
   static constexpr const char* kind = "count_vehicles";
-  struct minute_state {
-    std::vector<std::uint64_t> cars;                                              // segment << 32 | vehicle
-    std::unordered_map<std::uint64_t, std::unordered_set<std::int32_t>> stopped;  // place -> stopped vehicles
-  };
+  using minute_state = count_vehicles_state;
   struct streak {
     std::int32_t time = 0, lane = 0, pos = 0, segment = 0, reports = 0;
   };
-  by_minute<minute_state> minutes;
   std::unordered_map<std::int32_t, streak> last;  // vehicle -> its reports from one place
-  std::uint64_t stamp = 0;
 
   count_vehicles_logic() { last.reserve(1 << 14); }
   template <class Emit>
@@ -408,9 +440,7 @@ struct count_vehicles_logic {
       auto& cars = st.cars;
       std::sort(cars.begin(), cars.end());
       cars.erase(std::unique(cars.begin(), cars.end()), cars.end());
-      for (std::size_t i = 0; i < cars.size();) {
-        std::size_t j = i;
-        while (j < cars.size() && (cars[j] >> 32) == (cars[i] >> 32)) ++j;
+      for_each_run(cars, [](std::uint64_t x) { return x >> 32; }, [&](std::size_t i, std::size_t j) {
         count c;
         c.segment = static_cast<std::int32_t>(cars[i] >> 32);
         c.minute = m;
@@ -418,13 +448,8 @@ struct count_vehicles_logic {
         c.accident = accidents.count(c.segment) != 0;
         c.stamp = at;
         emit(std::move(c));
-        i = j;
-      }
+      });
     });
-  }
-  template <class Emit>
-  void finish(Emit&& emit) {
-    close(minutes.last(), stamp, emit);
   }
 };
 

@@ -619,29 +619,24 @@ void run_sd(outcome& o) {
 
 // -- lr ----------------------------------------------------------------------------
 
-/// An LR operator around one of lr.hpp's logic classes (lr.cpp's
-/// minute_node): Logic's outputs go on; the marker that completes a minute
-/// (the last of the upstream replicas') closes it and goes on to every
-/// replica of the next operator, of every branch.
+/// An LR operator as an actor's operator (lr::minute_operator, as lr.cpp's
+/// minute_node): outputs by emit, markers by emit.all to every replica of
+/// the next operator, of every branch.
 template <class In, class Out, class Logic>
 struct minute_op {
   using in = In;
   using out = Out;
-  lr::minute_markers markers;
-  Logic logic;
+  lr::minute_operator<In, Out, Logic> op;
 
   minute_op() = default;
-  explicit minute_op(std::size_t upstream) : markers{upstream} {}
+  explicit minute_op(std::size_t upstream) : op{upstream} {}
   template <class Emit>
   void operator()(In& x, Emit emit) {
-    if (x.closes == lr::no_marker) return logic.on(x, emit);
-    if (!markers.complete(x.closes)) return;
-    logic.close(x.closes, x.stamp, emit);
-    emit.all(lr::marker<Out>(x.closes, x.stamp));
+    op.consume(x, emit, [&](Out&& m) { emit.all(std::move(m)); });
   }
   template <class Emit>
   void end(results&, Emit emit) {
-    logic.finish(emit);
+    op.logic.finish(emit);
   }
 };
 
