@@ -326,12 +326,10 @@ class outlet {
         const auto i = pick_(v, chans_.size());
         return room(i) && push_v(i);
       }
-      case route::broadcast: {
-        for (std::size_t i = 0; i < chans_.size(); ++i)
-          if (!room(i) || chans_[i]->ring.pushed_size() >= chans_[i]->ring.capacity()) return false;
+      case route::broadcast:
+        if (!would_take(v, limit)) return false;  // every channel must have room
         send(std::move(v));
         return true;
-      }
       case route::least_loaded:
       case route::round_robin:
       case route::random:
@@ -427,14 +425,14 @@ class outlet {
   /// Makes every push visible to its consumer (waking it if idle).
   void publish() noexcept {
     for (auto& p : parts_) p.publish();
-    for (std::size_t i = 0; i < chans_.size(); ++i) publish(i);
+    publish_channels();
   }
 
   /// Publishes, then wakes every consumer that has elements but is idle; see
   /// the file comment.
   void sweep() noexcept {
-    publish();
     for (auto& p : parts_) p.sweep();
+    publish_channels();
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (auto* c : chans_)
       if (!c->ring.empty() && !c->consumer->active()) c->consumer->wake();
@@ -442,8 +440,8 @@ class outlet {
 
   /// End of stream on every channel (after the last push).
   void close() noexcept {
-    publish();
     for (auto& p : parts_) p.close();
+    publish_channels();
     for (auto* c : chans_) c->closed.store(true, std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (auto* c : chans_) c->consumer->wake();
@@ -504,6 +502,9 @@ class outlet {
   }
   void publish(std::size_t i) noexcept {
     if (chans_[i]->ring.publish()) notify(i);
+  }
+  void publish_channels() noexcept {
+    for (std::size_t i = 0; i < chans_.size(); ++i) publish(i);
   }
   void notify(std::size_t i) noexcept {
     auto* c = chans_[i]->consumer;
