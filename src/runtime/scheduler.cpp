@@ -23,12 +23,15 @@ constexpr std::uint32_t spin_rounds(polling p) {
 // least (spinning pays when work comes back within microseconds, as in a
 // busy graph or a ping-pong); a search that parks halves it. Work that comes
 // at gaps longer than the budget (a source paced at 10k elements/s) then
-// costs a wake-up per gap instead of ~50 us of spinning per gap.
-std::uint32_t adapt_budget(polling p, std::uint32_t budget, bool found, std::uint32_t rounds) {
-  if (p != polling::moderate) return spin_rounds(p);
-  const auto lo = spin_rounds(polling::relaxed), hi = spin_rounds(polling::moderate);
-  if (found) return std::min(hi, std::max(budget, 2 * rounds));
-  return std::max(lo, budget / 2);
+// costs a wake-up per gap instead of ~50 us of spinning per gap. The other
+// strategies keep their fixed budget.
+std::uint32_t budget_after_work(polling p, std::uint32_t budget, std::uint32_t rounds) {
+  if (p != polling::moderate) return budget;
+  return std::min(spin_rounds(polling::moderate), std::max(budget, 2 * rounds));
+}
+std::uint32_t budget_after_park(polling p, std::uint32_t budget) {
+  if (p != polling::moderate) return budget;
+  return std::max(spin_rounds(polling::relaxed), budget / 2);
 }
 }  // namespace
 
@@ -60,6 +63,8 @@ bool help_one() noexcept {
 }
 
 // ---------------------------------------------------------------- worker
+
+worker::worker(scheduler& s, std::size_t index) : sched_{&s}, index_{index}, spin_budget_{spin_rounds(s.polling_)} {}
 
 void worker::push_local(resumable* r) noexcept {
   auto t = tail_.load(std::memory_order_relaxed);
@@ -184,19 +189,18 @@ resumable* worker::find_work() noexcept {
 
 resumable* worker::search() noexcept {
   auto& s = *sched_;
-  if (spin_budget_ == 0) spin_budget_ = spin_rounds(s.polling_);
   for (;;) {
     for (std::uint32_t round = 0; round < spin_budget_; ++round) {
       if (s.stop_.load(std::memory_order_acquire)) return nullptr;
       auto* r = search_round();
       if (r != nullptr) {
-        spin_budget_ = adapt_budget(s.polling_, spin_budget_, true, round + 1);
+        spin_budget_ = budget_after_work(s.polling_, spin_budget_, round + 1);
         return r;
       }
       if (s.polling_ == polling::aggressive && round % 64 == 63) std::this_thread::yield();
       for (int k = 0; k < 64; ++k) cpu_relax();
     }
-    spin_budget_ = adapt_budget(s.polling_, spin_budget_, false, spin_budget_);
+    spin_budget_ = budget_after_park(s.polling_, spin_budget_);
     if (!park()) return nullptr;
   }
 }

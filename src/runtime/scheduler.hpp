@@ -46,7 +46,7 @@ class alignas(cache_line) worker {
  public:
   static constexpr std::uint64_t ring_size = 1024;
 
-  worker(scheduler& s, std::size_t index) : sched_{&s}, index_{index} {}
+  worker(scheduler& s, std::size_t index);
 
   void run(const std::vector<int>& cores);
   void push_local(resumable* r) noexcept;  // owner only: the FIFO ring
@@ -76,7 +76,7 @@ class alignas(cache_line) worker {
   std::uint32_t tick_ = 0;
   std::uint32_t next_streak_ = 0;
   std::uint64_t rng_ = 0x9e3779b97f4a7c15ULL;
-  std::uint32_t spin_budget_ = 0;  // search rounds before parking (moderate adapts it; 0: not set yet)
+  std::uint32_t spin_budget_;  // search rounds before parking (moderate adapts it)
   std::vector<resumable*> seen_next_;  // per victim: its next slot one round ago
 
   static constexpr std::int64_t lifo_size = 4096;
