@@ -14,8 +14,8 @@ int main() {
     std::this_thread::sleep_for(std::chrono::microseconds((x * 37) % 200));  // uneven work
     return x * x;
   }};
-  auto p = troupe::spawn_pattern(sys, troupe::farm{slow_square, 4, troupe::round_robin{}, troupe::ordered},
-                                 self.handle());  // results of plain sends come back here
+  auto p = troupe::spawn_pattern(sys, troupe::farm{slow_square, 4, troupe::round_robin{}, troupe::ordered});
+  // results of plain sends go to their sender: here
   for (int i = 0; i < 100; ++i) self->send(p, i);
   std::vector<int> results;
   for (int i = 0; i < 100; ++i) self->receive([&](int v) { results.push_back(v); });

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "troupe/troupe.hpp"
-#include "troupe/util/mpsc_queue.hpp"
+#include "troupe/detail/mpsc_queue.hpp"
 
 using namespace std::chrono_literals;
 using troupe::behavior;

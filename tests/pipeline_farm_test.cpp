@@ -1,4 +1,5 @@
-// seq, pipeline, farm (routing policies, order), spawn_pattern, router elimination.
+// seq, pipeline, farm (routing policies, order), spawn_pattern from actors
+// (requests and plain sends answered by the graph), router elimination.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -53,11 +54,14 @@ TEST(pipeline, three_stages_answer_the_requester) {
   EXPECT_EQ(ask<std::string>(sys, p, 4), "50");
 }
 
-TEST(pipeline, stage_type_mismatch_does_not_compile) {
-  using a = troupe::seq<int (*)(int)>;                   // int -> int
-  using b = troupe::seq<std::string (*)(std::string)>;   // std::string -> std::string
-  static_assert(std::is_constructible_v<troupe::pipeline<a, a>, a, a>);
-  static_assert(!std::is_constructible_v<troupe::pipeline<a, b>, a, b>);
+// The misuse cases (a mismatch among them) are compile-fail tests:
+// tests/compile_fail/.
+TEST(pipeline, stage_concepts_tell_stages_apart) {
+  using a = troupe::seq<int (*)(int)>;  // int -> int
+  static_assert(troupe::stage<a>);
+  static_assert(troupe::stage<troupe::pipeline<a, a>>);
+  static_assert(troupe::stage<troupe::farm<a>>);
+  static_assert(!troupe::stage<int>);
   static_assert(!troupe::stage_types_match<int, std::string>);
 }
 
@@ -86,10 +90,11 @@ TEST(farm, every_policy_delivers_every_item_exactly_once) {
   std::multiset<int> expected;
   for (int i = 0; i < n; ++i) expected.insert(2 * i);
   auto me = self.handle();
-  EXPECT_EQ(collect(troupe::spawn_pattern(sys, troupe::farm{twice, 3, troupe::random_choice{}}, me), n), expected);
-  EXPECT_EQ(collect(troupe::spawn_pattern(sys, troupe::farm{twice, 3, troupe::least_loaded{}}, me), n), expected);
+  EXPECT_EQ(collect(troupe::spawn_pattern(sys, troupe::farm{twice, 3, troupe::random_choice{}}, {.results_to = me}), n), expected);
+  EXPECT_EQ(collect(troupe::spawn_pattern(sys, troupe::farm{twice, 3, troupe::least_loaded{}}, {.results_to = me}), n), expected);
   EXPECT_EQ(collect(troupe::spawn_pattern(
-                        sys, troupe::farm{twice, 3, [](const int& x, std::size_t r) { return std::size_t(x) % r; }}, me),
+                        sys, troupe::farm{twice, 3, [](const int& x, std::size_t r) { return std::size_t(x) % r; }},
+                        {.results_to = me}),
                     n),
             expected);
 }
@@ -98,7 +103,7 @@ TEST(farm, broadcast_gives_every_replica_a_copy) {
   troupe::actor_system sys{troupe::config{}.workers(2)};
   troupe::scoped_actor self{sys};
   auto p = troupe::spawn_pattern(sys, troupe::farm{troupe::seq{[](int x) { return x; }}, 4, troupe::broadcast{}},
-                                 self.handle());
+                                 {.results_to = self.handle()});
   for (int i = 0; i < 10; ++i) self->send(p, i);
   std::map<int, int> copies;
   for (int i = 0; i < 40; ++i) self->receive([&](int v) { ++copies[v]; });
@@ -111,7 +116,8 @@ TEST(farm, by_key_keeps_every_key_on_one_replica) {
   key_recorder rec{std::make_shared<std::mutex>(), std::make_shared<std::map<int, std::set<int>>>(),
                    std::make_shared<std::atomic<int>>(0)};
   auto p = troupe::spawn_pattern(
-      sys, troupe::farm{troupe::seq{rec}, 4, troupe::by_key{[](const item& it) { return it.key; }}}, self.handle());
+      sys, troupe::farm{troupe::seq{rec}, 4, troupe::by_key{[](const item& it) { return it.key; }}},
+      {.results_to = self.handle()});
   std::mt19937 rng{1};
   for (int i = 0; i < 2000; ++i) self->send(p, item{static_cast<int>(rng() % 50), i});
   for (int i = 0; i < 2000; ++i) self->receive([](item&) {});
@@ -128,7 +134,8 @@ TEST(farm, ordered_farm_keeps_input_order_under_random_delays) {
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
     return x;
   }};
-  auto p = troupe::spawn_pattern(sys, troupe::farm{slow, 4, troupe::round_robin{}, troupe::ordered}, self.handle());
+  auto p = troupe::spawn_pattern(sys, troupe::farm{slow, 4, troupe::round_robin{}, troupe::ordered},
+                                 {.results_to = self.handle()});
   constexpr int n = 300;
   for (int i = 0; i < n; ++i) self->send(p, i);
   std::vector<int> order;
@@ -138,33 +145,36 @@ TEST(farm, ordered_farm_keeps_input_order_under_random_delays) {
 
 TEST(farm, exception_in_a_worker_reaches_the_requester_and_the_farm_goes_on) {
   troupe::actor_system sys{troupe::config{}.workers(2)};
-  auto p = troupe::spawn_pattern(sys, troupe::farm{troupe::seq{[](int x) {
-                                                     if (x == 13) throw std::runtime_error("unlucky");
-                                                     return x;
-                                                   }},
-                                                   2, troupe::round_robin{}, troupe::ordered});
+  auto p = troupe::spawn_pattern(sys,
+                                 troupe::farm{troupe::seq{[](int x) {
+                                                if (x == 13) throw std::runtime_error("unlucky");
+                                                return x;
+                                              }},
+                                              2, troupe::round_robin{}, troupe::ordered},
+                                 {.on_error = troupe::stream::failure::skip});
   troupe::scoped_actor self{sys};
   troupe::error got;
   self->request(p, 10s, 13).receive([](int) { ADD_FAILURE(); }, [&](troupe::error& e) { got = e; });
   EXPECT_EQ(got.code(), troupe::errc::unhandled_exception);
   EXPECT_NE(got.message().find("unlucky"), std::string::npos);
-  EXPECT_EQ(ask<int>(sys, p, 14), 14);  // ordered collector was not stalled by the failure
+  EXPECT_EQ(ask<int>(sys, p, 14), 14);  // the reorder stage was not stalled by the failure
 }
 
-TEST(pipeline, farm_into_farm_has_no_router_actor_in_between) {
+TEST(pipeline, farm_into_farm_has_no_router_in_between) {
   troupe::actor_system sys{troupe::config{}.workers(2)};
   auto before = sys.live_actors();
   auto p = troupe::spawn_pattern(sys, troupe::pipeline{troupe::farm{troupe::seq{[](int x) { return x + 1; }}, 4},
                                                        troupe::farm{troupe::seq{[](int x) { return x * 2; }}, 3}});
-  // 4 + 3 stage actors and the entry: nothing between the farms.
-  EXPECT_EQ(sys.live_actors() - before, 8u);
-  // and an item passes exactly one actor per stage after the entry
-  auto hops = troupe::spawn_pattern(
-      sys, troupe::pipeline{troupe::farm{troupe::seq{[](int x) { return x; }}, 4},
-                            troupe::farm{troupe::seq{[](int x) { return x; }}, 3},
-                            troupe::seq{[](int x) { return x; }}});
+  // One actor (the entry); 4 + 3 replicas and the reply stage: nothing between the farms.
+  EXPECT_EQ(sys.live_actors() - before, 1u);
+  auto nodes = p.metrics().nodes;
+  ASSERT_EQ(nodes.size(), 8u);
+  EXPECT_EQ(nodes.back().name, "reply");
   EXPECT_EQ(ask<int>(sys, p, 5), 12);
-  EXPECT_EQ(ask<int>(sys, hops, 1), 1);
+  // and an item passes through exactly one replica per stage
+  std::uint64_t in = 0;
+  for (auto& n : p.metrics().nodes) in += n.items_in;
+  EXPECT_EQ(in, 3u);
 }
 
 TEST(pipeline, nesting_farm_of_pipelines_and_map_stage) {
@@ -206,5 +216,6 @@ TEST(pipeline, an_existing_actor_as_a_stage) {
   troupe::scoped_actor self{sys};
   troupe::error got;
   self->request(p, 10s, 0).receive([](std::string&) { ADD_FAILURE(); }, [&](troupe::error& e) { got = e; });
-  EXPECT_EQ(got.code(), troupe::errc::unhandled_exception);
+  EXPECT_EQ(got.code(), troupe::errc::unhandled_exception);  // the default: the failure ends the graph
+  EXPECT_NE(got.message().find("negative"), std::string::npos);
 }

@@ -345,7 +345,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
 
   outcome r;
   output_file out{c.output};
-  using st::branches;
+  using troupe::branches;
   using troupe::by_key;
   using troupe::farm;
   using troupe::pipeline;

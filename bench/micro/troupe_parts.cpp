@@ -5,8 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include <troupe/troupe.hpp>
-#include <troupe/util/mpsc_queue.hpp>
-#include <troupe/util/pool.hpp>
+#include <troupe/detail/mpsc_queue.hpp>
+#include <troupe/detail/pool.hpp>
 #include <troupe/util/spsc_ring.hpp>
 
 #include "micro/handoff.hpp"

@@ -1,9 +1,12 @@
-// stream.hpp: typed streaming operators (nodes), bounded channels and
-// stream graphs built from troupe::pipeline and troupe::farm.
+// stream.hpp: the typed streaming engine: nodes, routing policies, graph
+// handles, options, windows and metrics. Patterns (pipeline, farm, ...) and
+// spawn_pattern, which arrange nodes into graphs, are in troupe.hpp.
 // See docs/streaming.md.
 #pragma once
 
 #include "troupe/stream/graph.hpp"
 #include "troupe/stream/metrics.hpp"
 #include "troupe/stream/node.hpp"
+#include "troupe/stream/options.hpp"
+#include "troupe/stream/routing.hpp"
 #include "troupe/stream/window.hpp"

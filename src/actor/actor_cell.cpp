@@ -1,4 +1,5 @@
-#include "troupe/actor/actor_cell.hpp"
+#include "troupe/detail/actor_cell.hpp"
+#include "troupe/detail/system_access.hpp"
 
 #include <array>
 #include <mutex>
@@ -7,7 +8,7 @@
 #include "troupe/actor/group.hpp"
 #include "troupe/actor/system_messages.hpp"
 #include "troupe/actor/local_actor.hpp"
-#include "troupe/runtime/actor_system.hpp"
+#include "troupe/actor/actor_system.hpp"
 #include "troupe/util/cache.hpp"
 
 namespace troupe {
@@ -41,7 +42,7 @@ struct actor_cell::extras {
 };
 
 actor_cell::actor_cell(actor_system& sys)
-    : sys_{&sys}, word_{ref_one + mail_one}, id_{sys.next_actor_id()} {
+    : sys_{&sys}, word_{ref_one + mail_one}, id_{detail::system_access::next_actor_id(sys)} {
   mpsc_init(urgent_in_, urgent_out_);
   mpsc_init(normal_in_, normal_out_);
 }
@@ -163,7 +164,7 @@ void actor_cell::deliver(const actor& dest, detail::message_node* n, priority p)
     return;
   }
   // No receiver at all: only the sender's system can count it.
-  if (n->sender) n->sender->sys_->count_dead_letter();
+  if (n->sender) detail::system_access::count_dead_letter(*n->sender->sys_);
   detail::destroy_message(n);
 }
 
@@ -173,7 +174,7 @@ void actor_cell::dead_letter(detail::message_node* n, const error& why) noexcept
     detail::destroy_message(n);
     return;
   }
-  sys_->count_dead_letter();
+  detail::system_access::count_dead_letter(*sys_);
   if (n->is_request() && n->sender) {
     try {
       auto* reply = detail::make_message(actor{}, detail::response_bit | n->id, why);
@@ -214,7 +215,7 @@ void actor_cell::terminate(error reason, std::size_t consumed) noexcept {
   }
   on_exit();
   notify_exit(reason);
-  sys_->remove_live(this);
+  detail::system_access::remove_live(*sys_, this);
   auto now = word_.fetch_sub(total * mail_one, std::memory_order_acq_rel) - total * mail_one;
   if ((now & ~closed_bit) == 0) delete this;
 }

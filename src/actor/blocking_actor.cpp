@@ -1,8 +1,9 @@
 #include "troupe/actor/blocking_actor.hpp"
+#include "troupe/detail/system_access.hpp"
 
 #include <thread>
 
-#include "troupe/runtime/actor_system.hpp"
+#include "troupe/actor/actor_system.hpp"
 #include "troupe/util/cache.hpp"
 
 namespace troupe {
@@ -25,7 +26,7 @@ detail::message_node* blocking_actor::next_from_mailbox(std::optional<clock::tim
   for (;;) {
     if (auto* n = pop()) {
       ++consumed_;
-      system().note_activity();
+      detail::system_access::note_activity(system());
       return n;
     }
     bool freed = false;

@@ -1,11 +1,12 @@
 #include "troupe/actor/event_actor.hpp"
+#include "troupe/detail/system_access.hpp"
 
 #include <thread>
 #include <utility>
 
 #include "../runtime/scheduler.hpp"
 #include "../runtime/timer.hpp"
-#include "troupe/runtime/actor_system.hpp"
+#include "troupe/actor/actor_system.hpp"
 #include "troupe/util/cache.hpp"
 
 namespace troupe {
@@ -48,7 +49,7 @@ void deliver_later(actor_system& sys, const actor& dest, message_node* n, std::c
     destroy_message(n);
     throw;
   }
-  sys.add_timer(std::chrono::steady_clock::now() + delay, std::move(task));
+  detail::system_access::add_timer(sys, std::chrono::steady_clock::now() + delay, std::move(task));
 }
 
 }  // namespace detail
@@ -57,7 +58,7 @@ event_actor::~event_actor() = default;
 
 void event_actor::wake() noexcept {
   if (sem_) sem_->release();
-  else system().schedule(this);
+  else detail::system_access::schedule(system(), this);
 }
 
 void event_actor::on_exit() noexcept {
@@ -218,7 +219,7 @@ void event_actor::handle_response(detail::message_node& n) {
     }
   }
   // Too late (timed out) or never awaited: visible, not silent.
-  system().count_dead_letter();
+  detail::system_access::count_dead_letter(system());
 }
 
 void event_actor::handle_unexpected(detail::message_node& n) {
@@ -227,7 +228,7 @@ void event_actor::handle_unexpected(detail::message_node& n) {
     hooks_->fallback(m);
     return;
   }
-  system().count_unexpected();
+  detail::system_access::count_unexpected(system());
   if (n.is_request() && n.sender) {
     error e{errc::unexpected_message, std::string{"no handler for "} + n.vt->type_name()};
     deliver(n.sender, detail::make_message(handle(), detail::response_bit | n.id, std::move(e)));

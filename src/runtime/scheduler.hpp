@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "troupe/runtime/config.hpp"
-#include "troupe/runtime/resumable.hpp"
+#include "troupe/detail/resumable.hpp"
 #include "troupe/util/affinity.hpp"
 #include "troupe/util/cache.hpp"
 

@@ -11,6 +11,11 @@
 
 #include "../runtime/scheduler.hpp"
 #include "../runtime/timer.hpp"
+#include "troupe/actor/actor_system.hpp"
+#include "troupe/detail/assert.hpp"
+#include "troupe/detail/runner.hpp"
+#include "troupe/detail/system_access.hpp"
+#include "troupe/detail/tuning.hpp"
 
 namespace troupe::stream {
 
@@ -62,7 +67,7 @@ std::string graph_metrics::to_json() const {
     auto& n = nodes[i];
     o << (i ? "," : "") << "{\"name\":\"" << json_escape(n.name) << "\",\"replica\":" << n.replica
       << ",\"dedicated\":" << (n.dedicated ? "true" : "false") << ",\"items_in\":" << n.items_in
-      << ",\"items_out\":" << n.items_out << ",\"queued\":" << n.queued << "}";
+      << ",\"items_out\":" << n.items_out << ",\"failed\":" << n.failed << ",\"queued\":" << n.queued << "}";
   }
   o << "],\"latency_ns\":{\"count\":" << latency.count();
   const std::pair<const char*, double> qs[] = {{"min", 0},     {"p5", 0.05}, {"p25", 0.25}, {"p50", 0.5},
@@ -72,7 +77,16 @@ std::string graph_metrics::to_json() const {
   return o.str();
 }
 
-namespace detail {
+}  // namespace troupe::stream
+
+namespace troupe::detail {
+
+[[noreturn]] void assertion_failed(const char* what, const char* condition, const char* file, int line) noexcept {
+  std::fprintf(stderr, "troupe: invariant broken: %s\n  (%s) is false at %s:%d\n", what, condition, file, line);
+  std::abort();
+}
+
+void count_dead_letter(actor_system& sys) noexcept { system_access::count_dead_letter(sys); }
 
 std::string demangle(const char* mangled) {
   int status = 0;
@@ -85,16 +99,16 @@ std::string demangle(const char* mangled) {
 
 // ------------------------------------------------------------- runner_base
 
-troupe::detail::resume_result runner_base::resume(std::size_t) {
+resume_result runner_base::resume(std::size_t) {
   switch (step(settings_.batch)) {
     case step_result::more:
     case step_result::blocked:
-      return troupe::detail::resume_result::again;
+      return resume_result::again;
     case step_result::idle:
     case step_result::finished:
       break;
   }
-  return troupe::detail::resume_result::done;
+  return resume_result::done;
 }
 
 void runner_base::run_on_thread() {
@@ -125,7 +139,7 @@ void runner_base::run_on_thread() {
 
 void runner_base::start() noexcept {
   active_.store(true, std::memory_order_relaxed);
-  if (!settings_.dedicated) graph_->sys->schedule(this);
+  if (!settings_.dedicated) system_access::schedule(*graph_->sys, this);
 }
 
 void runner_base::launch() noexcept {
@@ -133,7 +147,7 @@ void runner_base::launch() noexcept {
     wakeups_.fetch_add(1, std::memory_order_seq_cst);
     wakeups_.notify_one();
   }
-  else graph_->sys->schedule(this);
+  else system_access::schedule(*graph_->sys, this);
 }
 
 bool runner_base::linger(bool for_room) noexcept {
@@ -142,17 +156,17 @@ bool runner_base::linger(bool for_room) noexcept {
   // back within microseconds, as it does in a busy graph. Dedicated threads
   // spin, then yield, for up to ~50 us before they sleep; pooled runners spin
   // 256 times at most, and only while their worker has nothing else to run.
-  constexpr auto limit = std::chrono::microseconds{50};
+  constexpr auto limit = std::chrono::nanoseconds{tuning::linger_ns};
   std::chrono::steady_clock::time_point until{};
   for (unsigned i = 0;; ++i) {
-    if (!settings_.dedicated && (i & 31) == 0 && (i >= 256 || !troupe::detail::worker_is_free())) return false;
+    if (!settings_.dedicated && (i & 31) == 0 && (i >= tuning::linger_spins || !worker_is_free())) return false;
     if (for_room ? room_ready() : has_input()) return true;
     if (for_room && cancelled()) return true;
     if (settings_.dedicated && (i & 31) == 31) {
       const auto now = std::chrono::steady_clock::now();
       if (until == std::chrono::steady_clock::time_point{}) until = now + limit;
       else if (now >= until) return false;
-      if (i >= 256) std::this_thread::yield();
+      if (i >= tuning::linger_spins) std::this_thread::yield();
     }
     cpu_relax();
   }
@@ -160,7 +174,7 @@ bool runner_base::linger(bool for_room) noexcept {
 
 namespace {
 // Wakes a paced source; holds its graph while pending.
-class wake_task final : public troupe::detail::timer_task {
+class wake_task final : public timer_task {
  public:
   wake_task(std::shared_ptr<graph_state> g, runner_base* r) : g_{std::move(g)}, r_{r} {}
   void fire() noexcept override { r_->wake(); }
@@ -181,7 +195,7 @@ void runner_base::wake_at(std::uint64_t t) noexcept {
   const auto now = stream::now();
   const auto when = std::chrono::steady_clock::now() + std::chrono::nanoseconds{t > now ? t - now : 0};
   try {
-    graph_->sys->add_timer(when, std::make_unique<wake_task>(std::move(keep), this));
+    system_access::add_timer(*graph_->sys, when, std::make_unique<wake_task>(std::move(keep), this));
   } catch (...) {
     wake();  // no timer (out of memory, or the system is stopping): come back at once
   }
@@ -191,21 +205,58 @@ void runner_base::enter_release() noexcept { graph_->releasing.fetch_add(1, std:
 // The last touch of the graph by a runner that may have gone idle.
 void runner_base::leave_release() noexcept { graph_->releasing.fetch_sub(1, std::memory_order_release); }
 
-bool runner_base::may_poll() const noexcept { return !settings_.dedicated && troupe::detail::worker_is_free(); }
+bool runner_base::may_poll() const noexcept { return !settings_.dedicated && worker_is_free(); }
 
 bool runner_base::cancelled() const noexcept { return graph_->cancelled.load(std::memory_order_acquire); }
 
-void runner_base::fail(std::exception_ptr e) noexcept { graph_->fail(std::move(e)); }
+actor_system& runner_base::system() const noexcept { return *graph_->sys; }
+
+error runner_base::describe(std::exception_ptr e) const {
+  std::string what;
+  try {
+    std::rethrow_exception(std::move(e));
+  } catch (const std::exception& ex) {
+    what = ex.what();
+  } catch (...) {
+    what = "an exception not derived from std::exception";
+  }
+  return error{errc::unhandled_exception,
+               "stream node '" + name_ + "' (replica " + std::to_string(settings_.replica) + ") failed: " + what};
+}
+
+void runner_base::fail(std::exception_ptr e) noexcept {
+  error err;
+  try {
+    err = describe(e);
+  } catch (...) {
+    err = error{errc::unhandled_exception};
+  }
+  graph_->fail(std::move(e), std::move(err));
+}
+
+error runner_base::skip(std::exception_ptr e) noexcept {
+  failed_.store(failed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  graph_->failed.fetch_add(1, std::memory_order_relaxed);
+  try {
+    error err = describe(std::move(e));
+    if (auto& to = graph_->opts.errors_to)
+      actor_cell::deliver(to, make_message(actor{}, 0, stream::element_failed{name_, settings_.replica, err}));
+    return err;
+  } catch (...) {
+    return error{errc::unhandled_exception};
+  }
+}
 
 void runner_base::finished() noexcept { graph_->runner_finished(); }
 
-node_metrics runner_base::metrics() const {
-  node_metrics m;
+stream::node_metrics runner_base::metrics() const {
+  stream::node_metrics m;
   m.name = name_;
   m.replica = settings_.replica;
   m.dedicated = settings_.dedicated;
   m.items_in = items_in_.load(std::memory_order_relaxed);
   m.items_out = items_out_.load(std::memory_order_relaxed);
+  m.failed = failed_.load(std::memory_order_relaxed);
   m.queued = queued();
   return m;
 }
@@ -250,12 +301,20 @@ void graph_state::launch(std::shared_ptr<graph_state> me) {
     if (!r->dedicated()) r->start();
 }
 
-void graph_state::fail(std::exception_ptr e) noexcept {
+void graph_state::fail(std::exception_ptr e, troupe::error err) noexcept {
   {
     std::lock_guard<std::mutex> guard{mtx};
-    if (!error) error = std::move(e);
+    if (!exception) {
+      exception = std::move(e);
+      error = std::move(err);
+    }
   }
   cancel();
+}
+
+troupe::error graph_state::error_value() const {
+  std::lock_guard<std::mutex> guard{mtx};
+  return error;
 }
 
 void graph_state::cancel() noexcept {
@@ -278,19 +337,9 @@ void graph_state::runner_finished() noexcept {
     std::lock_guard<std::mutex> guard{mtx};
     keep = std::move(self);
   }
-  std::string what;
-  {
-    std::lock_guard<std::mutex> guard{mtx};
-    if (error) {
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& ex) {
-        what = ex.what();
-      } catch (...) {
-        what = "unknown exception";
-      }
-    }
-  }
+  stream::completed report;
+  report.error = error_value();
+  report.failed = failed.load(std::memory_order_relaxed);
   if (!opts.metrics_json.empty()) {
     std::ofstream f{opts.metrics_json};
     f << metrics().to_json() << '\n';
@@ -298,12 +347,12 @@ void graph_state::runner_finished() noexcept {
   }
   done.store(1, std::memory_order_release);
   done.notify_all();
-  if (opts.notify) actor_cell::deliver(opts.notify, troupe::detail::make_message(actor{}, 0, completed{what}));
+  if (opts.notify) actor_cell::deliver(opts.notify, make_message(actor{}, 0, std::move(report)));
   // `keep` may be the last reference: the graph (and the calling runner) go now.
 }
 
-graph_metrics graph_state::metrics() const {
-  graph_metrics m;
+stream::graph_metrics graph_state::metrics() const {
+  stream::graph_metrics m;
   // Built back to front: list them front to back.
   for (auto it = runners.rbegin(); it != runners.rend(); ++it) {
     m.nodes.push_back((*it)->metrics());
@@ -314,10 +363,10 @@ graph_metrics graph_state::metrics() const {
 }
 
 void graph_state::wait_done() const {
-  if (troupe::detail::on_worker_thread()) {
+  if (on_worker_thread()) {
     unsigned idle = 0;
     while (done.load(std::memory_order_acquire) == 0) {
-      if (troupe::detail::help_one()) idle = 0;
+      if (help_one()) idle = 0;
       else spin_then_yield(idle);
     }
     return;
@@ -330,12 +379,17 @@ bool graph_state::wait_done_for(std::chrono::nanoseconds d) const {
   unsigned idle = 0;
   while (done.load(std::memory_order_acquire) == 0) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    if (troupe::detail::on_worker_thread() && troupe::detail::help_one()) idle = 0;
+    if (on_worker_thread() && help_one()) idle = 0;
     else if (idle < 64) spin_then_yield(idle);
     else std::this_thread::sleep_for(std::chrono::microseconds{200});
   }
   return true;
 }
 
-}  // namespace detail
+}  // namespace troupe::detail
+
+namespace troupe::stream {
+void graph::close() const {
+  if (entry_) st_->sys->send(entry_, end_of_stream{});
+}
 }  // namespace troupe::stream

@@ -1,6 +1,6 @@
 // Size-class pool: per-thread free lists (inlined in pool.hpp), batches
 // exchanged with a global depot under a mutex.
-#include "troupe/util/pool.hpp"
+#include "troupe/detail/pool.hpp"
 
 #include <array>
 #include <mutex>

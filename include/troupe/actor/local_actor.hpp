@@ -4,6 +4,7 @@
 // receive) build on it. Only the actor itself may call these members.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -12,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "troupe/actor/actor_cell.hpp"
+#include "troupe/detail/actor_cell.hpp"
 #include "troupe/actor/behavior.hpp"
 #include "troupe/actor/system_messages.hpp"
 #include "troupe/actor/typed_actor.hpp"
@@ -165,7 +166,8 @@ void reply(actor_cell& self, message_node& in, R&& result) {
 
 /// Answers a request later (after asking another actor, say). Obtain with
 /// make_response_promise() inside the handler; copies share one answer, and
-/// the first deliver() sends it. When the last copy goes away without an
+/// the first deliver() sends it (copies may answer from different threads:
+/// one atomic exchange decides). When the last copy goes away without an
 /// answer, the requester gets an error, so it never waits forever.
 class response_promise {
  public:
@@ -173,24 +175,33 @@ class response_promise {
   response_promise(actor self, actor requester, std::uint64_t request_id)
       : state_{std::make_shared<state>(std::move(self), std::move(requester), request_id)} {}
 
-  bool pending() const noexcept { return state_ && state_->requester; }
+  /// Someone awaits the answer and nobody has given it yet.
+  bool pending() const noexcept { return state_ && !state_->answered.load(std::memory_order_acquire); }
+  /// Whether the answer goes back as a response (false: the promise was made
+  /// for a plain message and delivers to its sender as a plain message).
+  bool is_request() const noexcept { return state_ && state_->id != 0; }
 
+  /// Sends the answer; false if it had already been given (or nobody awaits it).
   template <class... Ts>
-  void deliver(Ts&&... xs) {
-    if (!pending()) return;
+  bool deliver(Ts&&... xs) {
+    if (!state_ || state_->answered.exchange(true, std::memory_order_acq_rel)) return false;
     auto& s = *state_;
     std::uint64_t id = s.id != 0 ? (detail::response_bit | s.id) : 0;
     auto* n = detail::make_message(std::move(s.self), id, std::forward<Ts>(xs)...);
-    actor_cell::deliver(std::exchange(s.requester, actor{}), n);
+    const actor to = std::move(s.requester);
+    actor_cell::deliver(to, n);
+    return true;
   }
 
  private:
   struct state {
-    state(actor s, actor r, std::uint64_t i) : self{std::move(s)}, requester{std::move(r)}, id{i} {}
+    state(actor s, actor r, std::uint64_t i) : self{std::move(s)}, requester{std::move(r)}, id{i} {
+      if (!requester) answered.store(true, std::memory_order_relaxed);  // nobody to answer
+    }
     state(const state&) = delete;
     state& operator=(const state&) = delete;
     ~state() {
-      if (!requester) return;
+      if (answered.load(std::memory_order_acquire)) return;
       std::uint64_t rid = id != 0 ? (detail::response_bit | id) : 0;
       try {
         actor_cell::deliver(requester, detail::make_message(std::move(self), rid,
@@ -203,6 +214,7 @@ class response_promise {
     actor self;
     actor requester;
     std::uint64_t id;
+    std::atomic<bool> answered{false};
   };
   std::shared_ptr<state> state_;
 };

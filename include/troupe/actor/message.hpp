@@ -13,8 +13,8 @@
 #include <utility>
 
 #include "troupe/actor/actor.hpp"
-#include "troupe/util/mpsc_queue.hpp"
-#include "troupe/util/pool.hpp"
+#include "troupe/detail/mpsc_queue.hpp"
+#include "troupe/detail/pool.hpp"
 
 namespace troupe {
 namespace detail {

@@ -11,6 +11,8 @@
 // the recursion runs sequentially on the calling thread. Exceptions of any
 // piece reach the caller. Call it from main (blocks) or from an actor
 // (its worker helps with the tasks while it waits).
+// As a stage of a pattern, each item a problem and its result the output:
+//   troupe::pipeline{problems, troupe::dac_stage{spec}, results}
 // Cost: one task per forked sub-problem; pick the cut-off so that a
 // sequential leaf takes at least some tens of microseconds.
 #pragma once
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "troupe/pattern/task_group.hpp"
+#include "troupe/stream/node.hpp"
 
 namespace troupe {
 
@@ -78,5 +81,22 @@ template <class P, class IsBase, class Solve, class Divide, class Combine, class
 auto divide_and_conquer(actor_system& sys, P problem, dac<IsBase, Solve, Divide, Combine, Sequential> spec) {
   return detail::dac_parallel(sys, std::move(problem), spec);
 }
+
+/// divide_and_conquer as a stream stage: each input is a problem, its result
+/// the output (the problem type is solve's parameter type).
+template <class Spec, class P = stream::detail::first_arg<decltype(Spec::solve)>,
+          class R = std::decay_t<std::invoke_result_t<decltype(Spec::solve)&, P&&>>>
+class dac_stage : public stream::node<P, R> {
+ public:
+  static constexpr const char* kind = "dac_stage";
+  explicit dac_stage(Spec spec) : spec_{std::move(spec)} {}
+  void consume(P& p) { this->send_next(detail::dac_parallel(this->system(), std::move(p), spec_)); }
+
+ private:
+  Spec spec_;
+};
+
+template <class Spec>
+dac_stage(Spec) -> dac_stage<Spec>;
 
 }  // namespace troupe

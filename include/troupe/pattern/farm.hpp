@@ -1,24 +1,32 @@
-// farm.hpp: replicates a pattern into N workers.
-//   troupe::farm{troupe::seq{f}, 4}                                 // round robin
-//   troupe::farm{troupe::seq{f}, 4, troupe::by_key{&order::customer}}
-//   troupe::farm{troupe::seq{f}, 4, troupe::round_robin{}, troupe::ordered}  // results in input order
-// N = 0 means one replica per scheduler worker. The upstream stage routes
-// each item straight into a replica (see routing.hpp): a pipeline of farms
-// has no router actor between them. An ordered farm adds one collector actor
-// that releases results in input order (items that failed are skipped in
-// order, their error already answered).
-// Cost: unordered, nothing beyond the replicas; ordered, one extra hop and a
-// buffer of the items that overtook others.
+// farm.hpp: replicates a pattern into N replicas.
+//   troupe::farm{worker{}, 4}                                  // round robin
+//   troupe::farm{counter{}, 4, troupe::by_key{&word::text}}    // by key
+//   troupe::farm{worker{}, 4, troupe::round_robin{}, troupe::ordered}  // outputs in input order
+// N = 0 means one replica per scheduler worker. Routing (stream/routing.hpp)
+// runs in the upstream stage itself: every upstream replica writes straight
+// into the replicas' channels, so a pipeline of farms has no router stage.
+// Nested farms are flattened: the outer policy picks among all replicas.
+//
+// Ordered: the outputs leave the farm in the order its inputs came in. The
+// farm gets two stages of one replica each around its replicas: a sequencer
+// that numbers each input and routes it with the policy, and a reorder stage
+// that takes the replicas' outputs in that order (an input may have any
+// number of outputs; they stay together, in the order they were emitted).
+// The replicas of an ordered farm may be nodes and pipelines of nodes, not
+// farms or branches (whose outputs could not be put back in order), must
+// take and emit values, and the policy cannot be broadcast: each is a
+// compile error ("troupe::farm: ...").
+// Cost: unordered, nothing beyond the replicas; ordered, two hops more and a
+// sequence number, reply address and flag with each element between them.
 #pragma once
 
-#include <map>
-#include <memory>
+#include <concepts>
+#include <cstddef>
 #include <stdexcept>
 #include <type_traits>
 
-#include "troupe/pattern/routing.hpp"
 #include "troupe/pattern/stage.hpp"
-#include "troupe/stream/build.hpp"
+#include "troupe/stream/routing.hpp"
 
 namespace troupe {
 
@@ -26,112 +34,146 @@ namespace troupe {
 inline constexpr struct ordered_tag {
 } ordered{};
 
-template <class P, class Policy = round_robin>
+namespace detail {
+
+/// A routing policy for elements of type T: a class with pick (or
+/// broadcast); any other callable is wrapped in routed_by.
+template <class Policy, class T>
+struct policy_for {
+  using type = Policy;
+};
+template <class Policy, class T>
+  requires(!broadcasting<Policy> && !requires(Policy& p, const T& v) { p.pick(v, std::size_t{1}); } &&
+           !load_aware_route<Policy, T> && std::is_invocable_v<Policy&, const T&, std::size_t>)
+struct policy_for<Policy, T> {
+  using type = routed_by<Policy>;
+};
+template <class Policy, class T>
+using policy_for_t = typename policy_for<Policy, T>::type;
+
+template <class P, class Policy, bool Ordered>
+struct farm_check {
+  using in = in_type_of<P>;
+  static constexpr bool is_stage = stage<P>;
+  static_assert(is_stage,
+                "troupe::farm: the pattern to replicate is neither a stream node nor a pattern; "
+                "wrap a function in troupe::seq{f}");
+  static constexpr bool routes = !is_stage || std::is_void_v<in> || broadcasting<Policy> ||
+                                 load_aware_route<Policy, in> ||
+                                 requires(Policy& p, const in& v) {
+                                   { p.pick(v, std::size_t{1}) } -> std::convertible_to<std::size_t>;
+                                 };
+  static_assert(routes,
+                "troupe::farm: the policy cannot route the farm's input type: a policy needs "
+                "pick(const In&, std::size_t) (or is broadcast / least_loaded), a key function must "
+                "take const In&");
+  static constexpr bool ordered_ok =
+      !Ordered || !is_stage ||
+      (!splits<P>::value && !std::is_void_v<in> && !std::is_void_v<out_type_of<P>> && !broadcasting<Policy>);
+  static_assert(ordered_ok,
+                "troupe::farm: an ordered farm's replicas must take and emit values, may not hold farms "
+                "or branches (their outputs could not be put back in order), and its policy cannot be "
+                "broadcast");
+  static constexpr bool ok = is_stage && routes && ordered_ok && well_formed<P>::value;
+};
+
+}  // namespace detail
+
+template <class P, class Policy = round_robin, bool Ordered = false>
 class farm {
+  static constexpr bool ok = detail::farm_check<P, Policy, Ordered>::ok;
+
  public:
-  using in_type = typename P::in_type;
-  using out_type = typename P::out_type;
+  using in_type = detail::in_type_of<P>;
+  using out_type = detail::out_type_of<P>;
+  using pattern_tag = void;
+  static constexpr bool well_formed = ok;
 
-  farm(P pattern, std::size_t replicas = 0, Policy policy = {}) : p_{std::move(pattern)}, n_{replicas}, policy_{std::move(policy)} {}
-  farm(P pattern, std::size_t replicas, Policy policy, ordered_tag)
-      : p_{std::move(pattern)}, n_{replicas}, policy_{std::move(policy)}, ordered_{true} {}
+  template <std::integral N = std::size_t>
+  explicit farm(P pattern, N replicas = 0) : p_{std::move(pattern)}, n_{count(replicas)} {}
+  template <std::integral N, class Pol>
+  farm(P pattern, N replicas, Pol policy) : p_{std::move(pattern)}, n_{count(replicas)}, policy_{std::move(policy)} {}
+  template <std::integral N, class Pol>
+  farm(P pattern, N replicas, Pol policy, ordered_tag)
+      : p_{std::move(pattern)}, n_{count(replicas)}, policy_{std::move(policy)} {}
 
+  /// 0: one per scheduler worker.
   std::size_t replicas() const noexcept { return n_; }
+  static constexpr bool is_ordered = Ordered;
 
-  detail::router<in_type> build(actor_system& sys, detail::router<out_type> next, std::vector<actor>& spawned) const {
-    const std::size_t n = n_ != 0 ? n_ : sys.worker_count();
-    if (ordered_) next = collector(sys, std::move(next), spawned);
-    auto replicas = std::make_shared<std::vector<detail::router<in_type>>>();
-    for (std::size_t i = 0; i < n; ++i) replicas->push_back(p_.build(sys, next, spawned));
-    auto counter = std::make_shared<std::atomic<std::uint64_t>>(0);
-    const bool ordered = ordered_;
-    auto load = [replicas] {
-      std::size_t sum = 0;
-      for (auto& r : *replicas) sum += r.load();
-      return sum;
-    };
-    auto send = [replicas, counter, ordered, policy = policy_](detail::envelope<in_type>&& e) {
-      if (ordered) e.seq.push_back(counter->fetch_add(1, std::memory_order_relaxed));
-      auto& rs = *replicas;
-      if constexpr (std::is_same_v<Policy, broadcast>) {
-        for (std::size_t i = 0; i + 1 < rs.size(); ++i) rs[i].send(detail::envelope<in_type>{e});
-        rs.back().send(std::move(e));
-      } else if constexpr (std::is_same_v<Policy, least_loaded>) {
-        std::size_t best = 0, best_load = SIZE_MAX;
-        for (std::size_t i = 0; i < rs.size(); ++i)
-          if (auto l = rs[i].load(); l < best_load) best = i, best_load = l;
-        rs[best].send(std::move(e));
-      } else {
-        std::size_t i = e.value ? policy(*e.value, rs.size()) % rs.size() : 0;
-        rs[i].send(std::move(e));
-      }
-    };
-    return detail::router<in_type>{std::move(send), std::move(load)};
-  }
-
-  /// Stream graphs: N replicas, routed into by every upstream replica with
-  /// this farm's policy (no router node). Nested farms are flattened: the
-  /// outermost policy picks among all replicas.
-  stream::detail::downstream<in_type> build_stream(stream::detail::builder& b,
-                                                   const stream::detail::downstream<out_type>& next) const {
-    if (ordered_) throw std::invalid_argument("troupe::ordered farms cannot be used in a stream graph");
+  template <bool Tagged, class Next>
+  auto build(detail::builder& b, const Next& next) const {
     const std::size_t n = n_ != 0 ? n_ : b.default_replicas;
-    stream::detail::downstream<in_type> d;
-    const auto saved = b.settings.replica;
-    // Last replica first: the graph is built back to front, and its metrics
-    // list the runners in reverse build order (front to back).
-    for (std::size_t i = n; i-- > 0;) {
-      b.settings.replica = i;
-      auto sub = stream::detail::build_stage(b, p_, next);
-      if constexpr (!std::is_void_v<in_type>) d.ports.insert(d.ports.begin(), sub.ports.begin(), sub.ports.end());
+    if constexpr (!Ordered) {
+      return replicate<Tagged>(b, next, n);
+    } else {
+      const auto saved = b.settings;
+      b.settings.replica = 0;
+      b.settings.replicas = 1;
+      auto& order = detail::add_runner(
+          b, std::make_unique<detail::reorder_runner<out_type, Tagged, Next>>(b.graph, detail::next_settings(b)));
+      order.attach(next, b.capacity);
+      detail::downstream<detail::tagged<out_type>, detail::direct> into;
+      into.ports.push_back(&order);
+      auto replicas = replicate<true>(b, into, n);
+      b.settings.replica = 0;
+      b.settings.replicas = 1;
+      auto d = detail::build_stage<false>(b, detail::sequencer<in_type, Tagged>{}, replicas);
+      b.settings = saved;
+      return d;
     }
-    b.settings.replica = saved;
-    if constexpr (!std::is_void_v<in_type>) d.set_policy(policy_);
-    return d;
   }
 
  private:
-  // Releases envelopes in the order their farm received them.
-  static detail::router<out_type> collector(actor_system& sys, detail::router<out_type> next,
-                                            std::vector<actor>& spawned) {
-    auto a = sys.spawn([next](event_actor&) mutable {
-      return behavior{[next, expected = std::uint64_t{0},
-                       held = std::map<std::uint64_t, detail::envelope<out_type>>{}](
-                          detail::envelope<out_type>& e) mutable {
-        ++e.hops;
-        auto s = e.seq.back();
-        e.seq.pop_back();
-        if (s != expected) {
-          held.emplace(s, std::move(e));
-          return;
-        }
-        next.send(std::move(e));
-        for (++expected; !held.empty() && held.begin()->first == expected; ++expected) {
-          next.send(std::move(held.begin()->second));
-          held.erase(held.begin());
-        }
-      }};
-    });
-    spawned.push_back(a);
-    return detail::actor_router<out_type>(a);
+  template <std::integral N>
+  static std::size_t count(N n) {
+    if constexpr (std::is_signed_v<N>)
+      if (n < 0) throw std::invalid_argument("troupe::farm: the replica count must not be negative");
+    return static_cast<std::size_t>(n);
+  }
+
+  template <bool Tagged, class Next>
+  auto replicate(detail::builder& b, const Next& next, std::size_t n) const {
+    const auto saved = b.settings;
+    b.settings.replicas = n;
+    if constexpr (std::is_void_v<in_type>) {
+      for (std::size_t i = n; i-- > 0;) {
+        b.settings.replica = i;
+        detail::build_stage<Tagged>(b, p_, next);
+      }
+      b.settings = saved;
+      return detail::no_downstream{};
+    } else {
+      detail::downstream<detail::wire<in_type, Tagged>, Policy> d{{}, policy_};
+      // Last replica first: the graph is built back to front, and its metrics
+      // list the runners in reverse build order (front to back).
+      for (std::size_t i = n; i-- > 0;) {
+        b.settings.replica = i;
+        auto sub = detail::build_stage<Tagged>(b, p_, next);
+        d.ports.insert(d.ports.begin(), sub.ports.begin(), sub.ports.end());
+      }
+      b.settings = saved;
+      return d;
+    }
   }
 
   P p_;
   std::size_t n_;
-  Policy policy_;
-  bool ordered_ = false;
+  Policy policy_{};
 };
 
-template <class P>
-farm(P, std::size_t) -> farm<P>;
-template <class P, class Policy>
-farm(P, std::size_t, Policy) -> farm<P, Policy>;
-template <class P, class Policy>
-farm(P, std::size_t, Policy, ordered_tag) -> farm<P, Policy>;
+template <class P, std::integral N>
+farm(P, N) -> farm<P>;
+template <class P, std::integral N, class Pol>
+farm(P, N, Pol) -> farm<P, detail::policy_for_t<Pol, detail::in_type_of<P>>>;
+template <class P, std::integral N, class Pol>
+farm(P, N, Pol, ordered_tag) -> farm<P, detail::policy_for_t<Pol, detail::in_type_of<P>>, true>;
 
 namespace detail {
-template <class P, class Policy>
-struct is_stream_pattern<farm<P, Policy>> : is_stream_pattern<P> {};
+template <class P, class Policy, bool Ordered>
+struct splits<farm<P, Policy, Ordered>> : std::true_type {};
+template <class P, class Policy, bool Ordered>
+struct well_formed<farm<P, Policy, Ordered>> : std::bool_constant<farm<P, Policy, Ordered>::well_formed> {};
 }  // namespace detail
 
 }  // namespace troupe

@@ -22,7 +22,7 @@
 
 #include "troupe/pattern/map.hpp"
 #include "troupe/pattern/task_group.hpp"
-#include "troupe/runtime/actor_system.hpp"
+#include "troupe/actor/actor_system.hpp"
 
 namespace troupe {
 

@@ -1,66 +1,52 @@
-// pipeline.hpp: stages in order; each works on the next item while later
+// pipeline.hpp: stages in order; each works on the next element while later
 // stages work on earlier ones.
-//   troupe::pipeline{troupe::seq{parse}, troupe::farm{troupe::seq{score}, 4}, troupe::seq{format}}
-// Stage N's output type must be stage N+1's input type: otherwise the
-// pipeline does not compile, and the error names both types
-// (stage_types_match<Out, In>).
-// Cost: one message per stage per item; consecutive stages (farms included)
-// send directly to each other.
+//   troupe::pipeline{source, troupe::farm{parse{}, 4}, troupe::seq{score}, sink}
+// Stage N's output type must be stage N+1's input type, and every stage a
+// node or a pattern: otherwise the pipeline does not compile, with one error
+// ("troupe::pipeline: ...") whose instantiation note names the stage's
+// position and type (pipeline_stage<N, S>, pipeline_link<N, From, To>).
+// Cost: one bounded channel per pair of consecutive replicas; consecutive
+// farms route replica to replica (no router stage).
 #pragma once
 
+#include <cstddef>
 #include <tuple>
 #include <utility>
 
 #include "troupe/pattern/stage.hpp"
-#include "troupe/stream/build.hpp"
 
 namespace troupe {
 
-namespace detail {
 template <class... Ps>
-struct chain_fits : std::true_type {};
-template <class A, class B, class... Rest>
-struct chain_fits<A, B, Rest...>
-    : std::bool_constant<stage_types_match<typename A::out_type, typename B::in_type> && chain_fits<B, Rest...>::value> {};
-}  // namespace detail
-
-template <class... Ps>
-  requires(sizeof...(Ps) > 0)
 class pipeline {
-  using first = std::tuple_element_t<0, std::tuple<Ps...>>;
-  using last = std::tuple_element_t<sizeof...(Ps) - 1, std::tuple<Ps...>>;
+  static_assert(sizeof...(Ps) > 0, "troupe::pipeline: a pipeline needs at least one stage");
+  static constexpr bool fits = detail::pipeline_fits<Ps...>(std::index_sequence_for<Ps...>{});
 
  public:
-  using in_type = typename first::in_type;
-  using out_type = typename last::out_type;
+  using in_type = detail::in_type_of<std::tuple_element_t<0, std::tuple<Ps...>>>;
+  using out_type = detail::out_type_of<std::tuple_element_t<sizeof...(Ps) - 1, std::tuple<Ps...>>>;
+  using pattern_tag = void;
+  static constexpr bool well_formed = fits && (detail::well_formed<Ps>::value && ...);
 
-  explicit pipeline(Ps... stages)
-    requires(detail::chain_fits<Ps...>::value)
-      : stages_{std::move(stages)...} {}
+  explicit pipeline(Ps... stages) : stages_{std::move(stages)...} {}
 
-  detail::router<in_type> build(actor_system& sys, detail::router<out_type> next, std::vector<actor>& spawned) const {
-    return build_from<sizeof...(Ps) - 1>(sys, std::move(next), spawned);
+  /// Builds the stages back to front (build.hpp).
+  template <bool Tagged, class Next>
+  auto build(detail::builder& b, const Next& next) const {
+    return build_from<Tagged, sizeof...(Ps) - 1>(b, next);
   }
 
-  /// Stream graphs: the stages' runners, back to front.
-  stream::detail::downstream<in_type> build_stream(stream::detail::builder& b,
-                                                   const stream::detail::downstream<out_type>& next) const {
-    return stream_from<sizeof...(Ps) - 1>(b, next);
+  template <std::size_t I>
+  const auto& stage() const noexcept {
+    return std::get<I>(stages_);
   }
 
  private:
-  template <std::size_t I, class D>
-  auto stream_from(stream::detail::builder& b, const D& next) const {
-    auto d = stream::detail::build_stage(b, std::get<I>(stages_), next);
+  template <bool Tagged, std::size_t I, class D>
+  auto build_from(detail::builder& b, const D& next) const {
+    auto d = detail::build_stage<Tagged>(b, std::get<I>(stages_), next);
     if constexpr (I == 0) return d;
-    else return stream_from<I - 1>(b, d);
-  }
-
-  template <std::size_t I, class R>
-  auto build_from(actor_system& sys, R next, std::vector<actor>& spawned) const {
-    auto r = std::get<I>(stages_).build(sys, std::move(next), spawned);
-    if constexpr (I == 0) return r;
-    else return build_from<I - 1>(sys, std::move(r), spawned);
+    else return build_from<Tagged, I - 1>(b, d);
   }
 
   std::tuple<Ps...> stages_;
@@ -71,7 +57,9 @@ pipeline(Ps...) -> pipeline<Ps...>;
 
 namespace detail {
 template <class... Ps>
-struct is_stream_pattern<pipeline<Ps...>> : std::bool_constant<(is_stream_pattern<Ps>::value && ...)> {};
+struct splits<pipeline<Ps...>> : std::bool_constant<(splits<Ps>::value || ...)> {};
+template <class... Ps>
+struct well_formed<pipeline<Ps...>> : std::bool_constant<pipeline<Ps...>::well_formed> {};
 }  // namespace detail
 
 }  // namespace troupe

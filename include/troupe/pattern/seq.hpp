@@ -1,94 +1,75 @@
-// seq.hpp: the sequential stage: a function or a class with operator(),
-// from In to Out, run by one actor; or an existing actor that answers
-// requests of In with Out (seq_actor).
+// seq.hpp: the sequential stage, a function from In to Out applied to each
+// item (one output per input); or an existing actor asked for each item.
 //   troupe::seq{[](int x) { return x * 2; }}
 //   troupe::seq_actor<int, std::string>{formatter}   // asks `formatter` for each item
-// Exceptions thrown by the function reach the requester as errors; the
-// stage keeps running.
+// seq is a stream node (the same as stream::map), so it goes anywhere a
+// node goes. An exception thrown by the function is a failure of its
+// element (stream::options::on_error).
+// seq_actor runs on a thread of its own per replica and waits for each
+// answer before asking the next (order kept); put it in a farm to have
+// several requests in flight. An error answer, or no answer within the
+// timeout, is a failure of the element.
+// Cost: seq, a call per item; seq_actor, a request and a response message
+// per item plus a thread per replica.
 #pragma once
 
-#include "troupe/actor/behavior.hpp"
-#include "troupe/pattern/stage.hpp"
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "troupe/actor/blocking_actor.hpp"
+#include "troupe/actor/scoped_actor.hpp"
+#include "troupe/stream/node.hpp"
 
 namespace troupe {
 
-template <class F, class In = std::decay_t<std::tuple_element_t<0, typename detail::callable_traits<F>::args>>,
-          class Out = detail::stage_result<F, In>>
-class seq {
+template <class F, class In = stream::detail::first_arg<F>,
+          class Out = std::decay_t<decltype(stream::detail::call_with(std::declval<F&>(), std::declval<In&>()))>>
+class seq : public stream::map_node<F, In, Out> {
  public:
-  using in_type = In;
-  using out_type = Out;
-
-  explicit seq(F f) : f_{std::move(f)} {}
-
-  detail::router<In> build(actor_system& sys, detail::router<Out> next, std::vector<actor>& spawned) const {
-    auto a = sys.spawn([f = f_, next](event_actor&) mutable {
-      return behavior{[f, next](detail::envelope<In>& e) mutable {
-        ++e.hops;
-        if (!e.value) {
-          next.send(std::move(e).template with<Out>(std::nullopt));
-          return;
-        }
-        std::optional<Out> out;
-        try {
-          out.emplace(f(std::move(*e.value)));
-        } catch (const std::exception& ex) {
-          next.send(detail::failed<In, Out>(std::move(e), ex.what()));
-          return;
-        } catch (...) {
-          next.send(detail::failed<In, Out>(std::move(e), "unknown exception"));
-          return;
-        }
-        next.send(std::move(e).template with<Out>(std::move(out)));
-      }};
-    });
-    spawned.push_back(a);
-    return detail::actor_router<In>(a);
-  }
-
- private:
-  F f_;
+  static constexpr const char* kind = "seq";
+  explicit seq(F f) : stream::map_node<F, In, Out>{std::move(f)} {}
 };
 
 template <class F>
 seq(F) -> seq<F>;
 
-/// A stage backed by an actor you already have: each item is sent to it as a
-/// request, and its answer (of type Out) moves on. Items are requested
-/// concurrently; use an ordered farm around it if order matters. An error
-/// answer reaches the item's requester.
-template <class In, class Out>
-class seq_actor {
+/// Thrown (and handled as the element's failure) when an actor asked by a
+/// seq_actor answers with an error.
+class stage_error : public std::runtime_error {
  public:
-  using in_type = In;
-  using out_type = Out;
+  explicit stage_error(troupe::error e) : std::runtime_error{e.to_string()}, error_{std::move(e)} {}
+  const troupe::error& error() const noexcept { return error_; }
 
-  explicit seq_actor(actor worker) : worker_{std::move(worker)} {}
+ private:
+  troupe::error error_;
+};
 
-  detail::router<In> build(actor_system& sys, detail::router<Out> next, std::vector<actor>& spawned) const {
-    auto a = sys.spawn([worker = worker_, next](event_actor& self) {
-      return behavior{[&self, worker, next](detail::envelope<In>& e) {
-        ++e.hops;
-        if (!e.value) {
-          next.send(std::move(e).template with<Out>(std::nullopt));
-          return;
-        }
-        auto item = std::move(*e.value);
-        auto rest = std::make_shared<detail::envelope<In>>(std::move(e));
-        self.request(worker, infinite, std::move(item))
-            .then(
-                [next, rest](Out& out) { next.send(std::move(*rest).template with<Out>(std::move(out))); },
-                [next, rest](error& err) {
-                  next.send(detail::failed<In, Out>(std::move(*rest), err.to_string().c_str()));
-                });
-      }};
-    });
-    spawned.push_back(a);
-    return detail::actor_router<In>(a);
+template <class In, class Out>
+class seq_actor : public stream::node<In, Out> {
+ public:
+  static constexpr const char* kind = "seq_actor";
+  /// Each replica of this node gets a thread of its own (it blocks on each answer).
+  static constexpr bool needs_own_thread = true;
+
+  explicit seq_actor(actor worker, std::chrono::nanoseconds timeout = infinite)
+      : worker_{std::move(worker)}, timeout_{timeout} {}
+
+  void on_start() { self_ = std::make_shared<scoped_actor>(this->system()); }
+  void on_stop() { self_.reset(); }
+  void consume(In& x) {
+    (*self_)->request(worker_, timeout_, std::move(x))
+        .receive([this](Out& out) { this->send_next(std::move(out)); },
+                 [](troupe::error& e) { throw stage_error{std::move(e)}; });
   }
 
  private:
   actor worker_;
+  std::chrono::nanoseconds timeout_;
+  std::shared_ptr<scoped_actor> self_;
 };
 
 }  // namespace troupe

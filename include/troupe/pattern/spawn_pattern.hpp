@@ -1,45 +1,136 @@
-// spawn_pattern.hpp: a whole pattern, spawned and addressed like one actor.
+// spawn_pattern.hpp: a pattern, spawned as one stream graph on one engine.
+//   // closed: from a source to a sink
+//   auto g = troupe::spawn_pattern(sys, troupe::pipeline{source, troupe::farm{work{}, 4}, sink});
+//   g.wait();
+//   // open at the front: actors send it items (a sink at the end)
+//   auto in = troupe::spawn_pattern(sys, troupe::pipeline{troupe::farm{work{}, 4}, sink});
+//   sys.send(in, item);  ...  in.close();
+//   // open at both ends: a macro actor that answers
 //   auto p = troupe::spawn_pattern(sys, troupe::pipeline{troupe::farm{troupe::seq{f}, 4}, troupe::seq{g}});
-//   self.request(p, 1s, item).then([](result r) { ... });   // the answer goes to the requester
-//   sys.send(p, item);                                       // the result goes to the sender
-//   auto q = troupe::spawn_pattern(sys, pattern, collector); // results of plain sends go to `collector`
-// The handle is an ordinary actor (its entry): any actor can send to it or
-// request from it. An exception in a stage is answered as an error
-// (errc::unhandled_exception) and the pattern keeps running. The pattern's
-// actors live as long as its handle (or a message in flight) does.
+//   self.request(p, 1s, item).then([](result r) { ... });   // the item's first result answers
+//   sys.send(p, item);   // its results go to the sender (or to options.results_to)
+// The handle is a stream::graph; it converts to its entry actor, which any
+// actor can send to, request from, monitor or link to. A request is
+// answered with its item's first result, with the item's error (see
+// options.on_error), or with an error if the item produced no result. The
+// graph lives until its input ends (end_of_stream, close(), or the last
+// handle to its entry gone) and every element has gone through.
+// A pattern that starts with a source and whose last stage emits has nowhere
+// to put its results: that does not compile (end it with a sink, e.g.
+// stream::to_actor(a)).
 #pragma once
 
-#include <vector>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
 
+#include "troupe/actor/actor_system.hpp"
+#include "troupe/actor/event_actor.hpp"
+#include "troupe/detail/build.hpp"
+#include "troupe/detail/entry.hpp"
 #include "troupe/pattern/stage.hpp"
+#include "troupe/stream/graph.hpp"
+#include "troupe/util/affinity.hpp"
 
 namespace troupe {
 
+namespace detail {
+
 template <class P>
-  requires(!detail::is_stream_pattern<P>::value)
-actor spawn_pattern(actor_system& sys, P pattern, actor results_to = {}) {
-  using in_type = typename P::in_type;
-  using out_type = typename P::out_type;
-  // The end of the pattern: answer the requester, or pass the result on.
-  detail::router<out_type> sink{[&sys](detail::envelope<out_type>&& e) {
-                                  if (!e.value) return;  // failed: already answered
-                                  if (e.reply.pending()) e.reply.deliver(std::move(*e.value));
-                                  else if (e.results_to)
-                                    actor_cell::deliver(e.results_to,
-                                                        detail::make_message(actor{}, 0, std::move(*e.value)));
-                                  else sys.count_dead_letter();
-                                },
-                                [] { return std::size_t{0}; }};
-  std::vector<actor> spawned;
-  auto first = pattern.build(sys, std::move(sink), spawned);
-  return sys.spawn([first, results_to](event_actor& self) {
-    return behavior{[&self, first, results_to](in_type& item) {
-      detail::envelope<in_type> e{std::move(item), {}, {}, {}, 1};
-      if (results_to && !self.current_is_request()) e.results_to = results_to;
-      else e.reply = self.make_response_promise();
-      first.send(std::move(e));
-    }};
+struct spawn_check {
+  static constexpr bool is_stage = stage<P>;
+  static_assert(is_stage,
+                "troupe::spawn_pattern: the pattern is neither a stream node nor a pattern "
+                "(pipeline, farm, branches, placed, seq, stream::map, ...)");
+  static constexpr bool has_exit =
+      !is_stage || !std::is_void_v<in_type_of<P>> || std::is_void_v<out_type_of<P>>;
+  static_assert(has_exit,
+                "troupe::spawn_pattern: the pattern starts with a source and its last stage emits values "
+                "that nothing receives: end it with a sink (stream::sink, stream::to_actor(a))");
+  static constexpr bool ok = is_stage && has_exit && well_formed<P>::value;
+};
+
+inline void check_options(const stream::options& o) {
+  if (o.capacity == 0) throw std::invalid_argument("stream options: capacity must be at least 1");
+  if (o.batch == 0) throw std::invalid_argument("stream options: batch must be at least 1");
+}
+
+/// Why an entry takes no more input.
+inline error ended(const graph_state& g) {
+  if (auto e = g.error_value()) return e;
+  return error{errc::actor_exited, "the stream graph's input has ended"};
+}
+
+/// The entry actor: pushes each item into the first stage; in a graph that
+/// answers, tags it with where its results go.
+template <class In, bool Answers, class First>
+actor spawn_entry(actor_system& sys, std::shared_ptr<graph_state> st, const First& first) {
+  auto es = std::make_shared<entry_state<First>>(st, first, st->opts.capacity);
+  return sys.spawn([es](event_actor& self) {
+    return behavior{
+        [es, &self](In& v) {
+          if constexpr (Answers) {
+            reply_to to;
+            if (self.current_is_request()) to = reply_to{self.make_response_promise()};
+            else if (es->graph->opts.results_to) to = reply_to{es->graph->opts.results_to};
+            else if (self.sender()) to = reply_to{self.sender()};
+            tagged<In> t{std::move(v), std::move(to), no_seq, true};
+            if (es->push(std::move(t))) return;
+            const error why = ended(*es->graph);
+            t.reply.fail(why);
+            self.quit(why);
+          } else {
+            if (es->push(std::move(v))) return;
+            count_dead_letter(self.system());
+            self.quit(ended(*es->graph));
+          }
+        },
+        [es, &self](stream::end_of_stream) {
+          es->close();
+          self.quit();
+        }};
   });
+}
+
+}  // namespace detail
+
+/// Spawns `pattern` as a stream graph on `sys` (see the top of this header).
+template <class P>
+stream::graph spawn_pattern(actor_system& sys, P pattern, stream::options opts = {}) {
+  constexpr bool ok = detail::spawn_check<P>::ok;
+  if constexpr (!ok) {
+    return {};
+  } else {
+    using In = typename P::in_type;
+    using Out = typename P::out_type;
+    constexpr bool answers = !std::is_void_v<In> && !std::is_void_v<Out>;
+    namespace d = detail;
+    detail::check_options(opts);
+    auto st = std::make_shared<d::graph_state>(sys, std::move(opts));
+    auto& o = st->opts;
+    d::builder b{*st, o.capacity, sys.worker_count(), {}, 0};
+    b.settings.batch = o.batch;
+    b.settings.latency_sample = o.latency_sample;
+    b.settings.on_error = o.on_error;
+    if (o.placement.own_thread_each()) {
+      b.settings.dedicated = true;
+      b.settings.cores = affinity::parse_for_machine(o.placement.cores());
+    }
+    actor entry;
+    if constexpr (answers) {
+      auto last = d::build_stage<false>(b, d::reply_sink<Out>{o.results_to}, d::no_downstream{});
+      auto first = d::build_stage<true>(b, pattern, last);
+      entry = d::spawn_entry<In, true>(sys, st, first);
+    } else if constexpr (!std::is_void_v<In>) {
+      auto first = d::build_stage<false>(b, pattern, d::no_downstream{});
+      entry = d::spawn_entry<In, false>(sys, st, first);
+    } else {
+      d::build_stage<false>(b, pattern, d::no_downstream{});
+    }
+    st->launch(st);
+    return stream::graph{std::move(st), std::move(entry)};
+  }
 }
 
 }  // namespace troupe

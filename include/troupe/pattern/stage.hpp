@@ -1,82 +1,91 @@
-// stage.hpp: what the composable patterns (seq, farm, pipeline, map_stage)
-// have in common. Users do not need it directly.
-//
-// A pattern is a value with `in_type`, `out_type` and a `build` function.
-// spawn_pattern builds it back to front: each stage is given the router of
-// what follows it and returns its own router. A router is a plain function
-// call made by the upstream stage itself, so consecutive stages (farm into
-// farm included) talk directly, actor to actor: no router actor in between.
-// Items travel in an envelope that carries the reply address (a response
-// promise for requests, or the actor that collects results), the sequence
-// numbers of order-preserving farms, and a hop count.
+// stage.hpp: what may be a stage of a pattern, and the checks that make a
+// misuse one readable compile error naming the stage.
+//   stage<S>: S is a stream node (a class deriving from stream::node<In, Out>,
+//   or a lambda form: stream::map, seq, ...) or a pattern (pipeline, farm,
+//   branches, placed).
+// Every pattern checks its stages with these when it is declared; the
+// compiler's message starts with "troupe::<pattern>: ..." and its
+// instantiation note names the stage's position and type.
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <optional>
+#include <concepts>
+#include <cstddef>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
-#include "troupe/actor/event_actor.hpp"
-#include "troupe/runtime/actor_system.hpp"
+#include "troupe/detail/build.hpp"
 
 namespace troupe {
-namespace detail {
 
-template <class T>
-struct envelope {
-  std::optional<T> value;         // empty: the item failed upstream (already answered)
-  response_promise reply;         // pending for requests
-  actor results_to;               // for plain sends: where results go
-  std::vector<std::uint64_t> seq; // one entry per enclosing order-preserving farm
-  std::uint32_t hops = 0;         // actors the item has passed through
-
-  /// Same addressing, another value (the next stage's output).
-  template <class U>
-  envelope<U> with(std::optional<U> v) && {
-    return envelope<U>{std::move(v), std::move(reply), std::move(results_to), std::move(seq), hops};
-  }
-};
-
-template <class T>
-struct router {
-  std::function<void(envelope<T>&&)> send;
-  std::function<std::size_t()> load;  // queued items at the entry (for least_loaded)
-};
-
-/// A stage that threw: answer the requester (or the result collector) with
-/// the error, and pass an empty envelope on so that ordered farms keep going.
-template <class In, class Out>
-envelope<Out> failed(envelope<In>&& e, const char* what) {
-  error err{errc::unhandled_exception, std::string{"pattern stage failed: "} + what};
-  if (e.reply.pending()) e.reply.deliver(err);
-  else if (e.results_to) actor_cell::deliver(e.results_to, make_message(actor{}, 0, std::move(err)));
-  e.reply = response_promise{};
-  return std::move(e).template with<Out>(std::nullopt);
-}
-
-/// Router of one actor that takes envelope<T>.
-template <class T>
-router<T> actor_router(actor a) {
-  return router<T>{[a](envelope<T>&& e) { actor_cell::deliver(a, make_message(actor{}, 0, std::move(e))); },
-                   [a] { return a->mailbox_size(); }};
-}
-
-/// true for stream patterns (troupe::stream nodes, and farms and pipelines
-/// made of them): spawn_pattern builds those as stream graphs.
-template <class P>
-struct is_stream_pattern : std::bool_constant<requires { typename P::stream_tag; }> {};
-
-template <class F, class In>
-using stage_result = std::decay_t<std::invoke_result_t<F&, In&&>>;
-
-}  // namespace detail
+template <class S>
+concept stage = detail::node_stage<S> || detail::pattern_stage<S>;
 
 /// Consecutive stages fit when the first one's output type is the second
-/// one's input type; a pipeline that breaks this does not compile, and the
-/// diagnostic names both types.
+/// one's input type.
 template <class Out, class In>
 concept stage_types_match = std::same_as<Out, In>;
 
+namespace detail {
+
+/// Stands in for the types of something that is not a stage (so that one
+/// check fails, not every use of its types).
+struct not_a_stage {};
+
+template <class S>
+struct stage_types {
+  using in_type = not_a_stage;
+  using out_type = not_a_stage;
+};
+template <stage S>
+struct stage_types<S> {
+  using in_type = typename S::in_type;
+  using out_type = typename S::out_type;
+};
+template <class S>
+using in_type_of = typename stage_types<S>::in_type;
+template <class S>
+using out_type_of = typename stage_types<S>::out_type;
+
+/// Stage `Index` (0-based) of a pipeline.
+template <std::size_t Index, class S>
+struct pipeline_stage {
+  static constexpr bool ok = stage<S>;
+  static_assert(ok,
+                "troupe::pipeline: this stage is neither a stream node (a class deriving from "
+                "troupe::stream::node<In, Out>, or stream::map/filter/sink/...) nor a pattern "
+                "(pipeline, farm, branches, placed); wrap a function in troupe::seq{f}");
+};
+
+/// Stage `Index` emits what stage Index + 1 takes.
+template <std::size_t Index, class From, class To>
+struct pipeline_link {
+  static constexpr bool ok = !stage<From> || !stage<To> || std::is_same_v<out_type_of<From>, in_type_of<To>>;
+  static_assert(ok,
+                "troupe::pipeline: a stage takes another type than the stage before it emits "
+                "(see pipeline_link<Index, From, To>: stage Index+1 must take From::out_type)");
+};
+
+template <class... Ps, std::size_t... I>
+consteval bool pipeline_fits(std::index_sequence<I...>) {
+  using all = std::tuple<Ps...>;
+  bool ok = (pipeline_stage<I, Ps>::ok && ...);
+  if constexpr (sizeof...(Ps) > 1) {
+    ok = [&]<std::size_t... J>(std::index_sequence<J...>) {
+      return (pipeline_link<J, std::tuple_element_t<J, all>, std::tuple_element_t<J + 1, all>>::ok && ...);
+    }(std::make_index_sequence<sizeof...(Ps) - 1>{}) && ok;
+  }
+  return ok;
+}
+
+/// Whether a pattern holds a farm or branches anywhere inside (an ordered
+/// farm cannot: their outputs could not be put back in order).
+template <class P>
+struct splits : std::false_type {};
+
+/// Every check of a pattern passed (spawn_pattern builds only those, so that
+/// a failed check is the only error).
+template <class P>
+struct well_formed : std::bool_constant<stage<P>> {};
+
+}  // namespace detail
 }  // namespace troupe

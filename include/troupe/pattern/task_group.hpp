@@ -20,10 +20,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "troupe/runtime/actor_system.hpp"
-#include "troupe/runtime/resumable.hpp"
+#include "troupe/actor/actor_system.hpp"
+#include "troupe/detail/system_access.hpp"
+#include "troupe/detail/resumable.hpp"
 #include "troupe/util/cache.hpp"
-#include "troupe/util/pool.hpp"
+#include "troupe/detail/pool.hpp"
 
 namespace troupe {
 
@@ -48,7 +49,7 @@ class task_group {
     auto* t = pool_new<task<std::decay_t<F>>>(*state_, std::forward<F>(f));
     state_->pending.fetch_add(1, std::memory_order_relaxed);
     state_->refs.fetch_add(1, std::memory_order_relaxed);
-    sys_->schedule_fork(t);
+    detail::system_access::schedule_fork(*sys_, t);
   }
 
   /// Returns when every task has finished; rethrows the first exception a
@@ -132,28 +133,31 @@ namespace detail {
 template <class F>
 class posted_task final : public resumable {
  public:
-  explicit posted_task(F f) : f_{std::move(f)} {}
+  posted_task(actor_system& sys, F f) : sys_{&sys}, f_{std::move(f)} {}
   resume_result resume(std::size_t) override {
     try {
       f_();
     } catch (...) {
-      // Documented: a posted function handles its own errors.
+      system_access::report_task_failure(*sys_, std::current_exception());
     }
     pool_delete(this);
     return resume_result::done;
   }
 
  private:
+  actor_system* sys_;
   F f_;
 };
 }  // namespace detail
 
 /// Runs `f` once on one of `sys`'s workers, without waiting for it (for work
 /// that reports its result itself, e.g. through a response_promise).
-/// Exceptions escaping `f` are dropped: handle them inside.
+/// An exception escaping `f` is not lost: it is counted
+/// (actor_system::failed_tasks) and written to stderr; handle errors inside
+/// `f` to report them your own way.
 template <class F>
 void post(actor_system& sys, F f) {
-  sys.schedule_fork(pool_new<detail::posted_task<std::decay_t<F>>>(std::move(f)));
+  detail::system_access::schedule_fork(sys, pool_new<detail::posted_task<std::decay_t<F>>>(sys, std::move(f)));
 }
 
 }  // namespace troupe

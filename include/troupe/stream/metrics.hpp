@@ -85,7 +85,8 @@ struct node_metrics {
   bool dedicated = false;   ///< runs on its own thread
   std::uint64_t items_in = 0;
   std::uint64_t items_out = 0;
-  std::size_t queued = 0;   ///< elements waiting in its input channels now
+  std::uint64_t failed = 0;  ///< elements dropped under failure::skip
+  std::size_t queued = 0;    ///< elements waiting in its input channels now
 };
 
 struct graph_metrics {

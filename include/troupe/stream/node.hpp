@@ -15,6 +15,8 @@
 // that does) and says whether it sent; v is moved from only if it was.
 // send_all(v) sends a copy to every replica of the next stage (punctuations).
 // A source that is ahead of its schedule calls pause_until(t) in produce().
+// From on_start on, a node knows replica_index(), replica_count() and the
+// actor system it runs on (system()).
 //
 // Lambda forms, for operators without state beyond a callable:
 //   stream::source([i = 0]() mutable -> std::optional<int> { ... })  // nullopt ends
@@ -22,10 +24,12 @@
 //   stream::filter([](const int& x) { return x % 2 == 0; })
 //   stream::flat_map<std::string>([](std::string& line, stream::emitter<std::string>& out) { ... })
 //   stream::sink([](const int& x) { ... })
+//   stream::to_actor<int>(a)                                           // each element to an actor
 // For generic lambdas, name the input type: stream::map<int>([](auto x) { ... }).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <tuple>
@@ -33,14 +37,21 @@
 #include <utility>
 
 #include "troupe/actor/behavior.hpp"
-#include "troupe/stream/channel.hpp"
+#include "troupe/detail/actor_cell.hpp"
+#include "troupe/detail/outlet.hpp"
+
+namespace troupe {
+class actor_system;
+}
+
+namespace troupe::detail {
+template <class Out, class Outlet>
+class tagger;
+class runner_base;
+struct node_access;
+}  // namespace troupe::detail
 
 namespace troupe::stream {
-
-namespace detail {
-template <class N>
-class runner;
-}
 
 /// What a node emits with.
 template <class Out>
@@ -48,8 +59,8 @@ class emitter {
  public:
   void send_next(Out&& v) { out_->send(std::move(v)); }
   void send_next(const Out& v) { out_->send(Out{v}); }
-  bool send_next_if(Out&& v, std::size_t limit) { return out_->send_if(v, limit); }
-  bool send_next_if(Out& v, std::size_t limit) { return out_->send_if(v, limit); }
+  [[nodiscard]] bool send_next_if(Out&& v, std::size_t limit) { return out_->send_if(v, limit); }
+  [[nodiscard]] bool send_next_if(Out& v, std::size_t limit) { return out_->send_if(v, limit); }
   /// A copy to every replica of the next stage (of every branch), whatever
   /// its routing: punctuations such as watermarks or end-of-minute markers.
   void send_all(Out&& v) { out_->send_all(std::move(v)); }
@@ -60,13 +71,19 @@ class emitter {
   void pause_until(std::uint64_t t) noexcept { resume_at_ = t; }
 
  private:
-  template <class N>
-  friend class detail::runner;
-  detail::outlet<Out>* out_ = nullptr;
+  friend struct troupe::detail::node_access;
+  troupe::detail::emit_target<Out>* out_ = nullptr;
   std::uint64_t resume_at_ = 0;
 };
 template <>
 class emitter<void> {};
+
+/// Where a node replica runs; valid from on_start on.
+struct node_context {
+  actor_system* system = nullptr;
+  std::size_t replica = 0;   ///< index among its stage's replicas
+  std::size_t replicas = 1;  ///< replicas of its stage
+};
 
 /// Base of every stream operator. In = void: a source; Out = void: a sink.
 template <class In, class Out>
@@ -74,10 +91,20 @@ class node : public emitter<Out> {
  public:
   using in_type = In;
   using out_type = Out;
-  using stream_tag = void;
+  using node_tag = void;
 
   void on_start() {}
   void on_stop() {}
+
+  /// Which replica of its stage this node is (0 .. replica_count() - 1).
+  std::size_t replica_index() const noexcept { return ctx_.replica; }
+  std::size_t replica_count() const noexcept { return ctx_.replicas; }
+  /// The actor system the graph runs on (to send to actors, run a map, ...).
+  actor_system& system() const noexcept { return *ctx_.system; }
+
+ private:
+  friend struct troupe::detail::node_access;
+  node_context ctx_;
 };
 
 namespace detail {
@@ -190,6 +217,22 @@ auto sink(F f) {
 template <class F>
 auto sink(F f) {
   return sink<detail::first_arg<F>>(std::move(f));
+}
+
+/// A sink that sends each element to `a` as a message.
+template <class T>
+class to_actor_node : public node<T, void> {
+ public:
+  static constexpr const char* kind = "to_actor";
+  explicit to_actor_node(actor a) : a_{std::move(a)} {}
+  void consume(T& v) { actor_cell::deliver(a_, troupe::detail::make_message(actor{}, 0, std::move(v))); }
+
+ private:
+  actor a_;
+};
+template <class T>
+auto to_actor(actor a) {
+  return to_actor_node<T>{std::move(a)};
 }
 
 }  // namespace troupe::stream

@@ -1,12 +1,16 @@
-#include "troupe/runtime/actor_system.hpp"
+#include "troupe/actor/actor_system.hpp"
+#include "troupe/actor/scoped_actor.hpp"
+#include "troupe/detail/system_access.hpp"
 
 #include <array>
+#include <cstdio>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "scheduler.hpp"
-#include "timer.hpp"
+#include "../runtime/scheduler.hpp"
+#include "../runtime/timer.hpp"
 #include "troupe/util/affinity.hpp"
 
 namespace troupe {
@@ -39,6 +43,7 @@ struct actor_system::impl {
 
   alignas(cache_line) std::atomic<std::uint64_t> dead_letters{0};
   alignas(cache_line) std::atomic<std::uint64_t> unexpected{0};
+  std::atomic<std::uint64_t> failed_tasks{0};
   alignas(cache_line) std::atomic<std::uint64_t> next_id{0};
   alignas(cache_line) std::atomic<std::size_t> live{0};
   alignas(cache_line) std::atomic<std::uint64_t> own_thread_activity{0};
@@ -100,8 +105,26 @@ void actor_system::schedule_fork(detail::resumable* r) noexcept { impl_->sched.s
 void actor_system::add_timer(std::chrono::steady_clock::time_point when, std::unique_ptr<detail::timer_task> t) {
   impl_->timers.add(when, std::move(t));
 }
+void detail::system_access::add_timer(actor_system& s, std::chrono::steady_clock::time_point when,
+                                      std::unique_ptr<timer_task> t) {
+  s.add_timer(when, std::move(t));
+}
 void actor_system::count_dead_letter() noexcept { impl_->dead_letters.fetch_add(1, std::memory_order_relaxed); }
 void actor_system::count_unexpected() noexcept { impl_->unexpected.fetch_add(1, std::memory_order_relaxed); }
+std::uint64_t actor_system::failed_tasks() const noexcept { return impl_->failed_tasks.load(); }
+void actor_system::report_task_failure(std::exception_ptr e) noexcept {
+  impl_->failed_tasks.fetch_add(1, std::memory_order_relaxed);
+  const char* what = "an exception not derived from std::exception";
+  std::string text;
+  try {
+    std::rethrow_exception(std::move(e));
+  } catch (const std::exception& ex) {
+    text = ex.what();
+    what = text.c_str();
+  } catch (...) {
+  }
+  std::fprintf(stderr, "troupe: a posted task failed: %s\n", what);
+}
 void actor_system::note_activity() noexcept { impl_->own_thread_activity.fetch_add(1, std::memory_order_release); }
 std::uint64_t actor_system::next_actor_id() noexcept {
   return impl_->next_id.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -221,7 +244,7 @@ void actor_system::shutdown() {
 
 // ---------------------------------------------------------- scoped_actor
 
-scoped_actor::scoped_actor(actor_system& sys) : self_{sys.construct<blocking_actor>()} {}
+scoped_actor::scoped_actor(actor_system& sys) : self_{detail::system_access::construct<blocking_actor>(sys)} {}
 
 scoped_actor::~scoped_actor() {
   self_->finish(error{});

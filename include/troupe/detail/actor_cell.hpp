@@ -19,8 +19,8 @@
 #include "troupe/actor/actor.hpp"
 #include "troupe/actor/error.hpp"
 #include "troupe/actor/message.hpp"
-#include "troupe/runtime/resumable.hpp"
-#include "troupe/util/mpsc_queue.hpp"
+#include "troupe/detail/resumable.hpp"
+#include "troupe/detail/mpsc_queue.hpp"
 
 namespace troupe {
 

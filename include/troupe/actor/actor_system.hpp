@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <exception>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -28,6 +29,7 @@ namespace troupe {
 
 namespace detail {
 class timer_task;
+struct system_access;
 
 template <class F, class... Args>
 class function_actor final : public event_actor {
@@ -53,8 +55,6 @@ class function_actor final : public event_actor {
 }  // namespace detail
 
 class actor_system {
-  friend class scoped_actor;
-
  public:
   explicit actor_system(config cfg = config{});
   ~actor_system();
@@ -150,7 +150,15 @@ class actor_system {
   std::size_t live_actors() const noexcept;
   std::size_t worker_count() const noexcept;
 
-  // --- used by the runtime itself ---
+  /// Exceptions that escaped functions run with troupe::post (each also
+  /// written to stderr: a posted function should handle its own errors).
+  std::uint64_t failed_tasks() const noexcept;
+
+ private:
+  friend struct detail::system_access;
+  struct impl;
+
+  // The runtime's own entry points (detail::system_access).
   void schedule(detail::resumable* r) noexcept;
   /// A forked task (task_group): the calling worker's LIFO deque, or the
   /// global queue from other threads.
@@ -158,14 +166,12 @@ class actor_system {
   void add_timer(std::chrono::steady_clock::time_point when, std::unique_ptr<detail::timer_task> t);
   void count_dead_letter() noexcept;
   void count_unexpected() noexcept;
+  void report_task_failure(std::exception_ptr e) noexcept;
   void remove_live(actor_cell* c) noexcept;
   /// Actors on their own threads report each handled message here, so that
   /// shutdown can tell when the whole system has gone quiet.
   void note_activity() noexcept;
   std::uint64_t next_actor_id() noexcept;
-
- private:
-  struct impl;
 
   template <class A, class... Args>
   A* construct(Args&&... args) {
@@ -184,25 +190,6 @@ class actor_system {
 
   std::unique_ptr<impl> impl_;
   std::size_t soft_limit_;
-};
-
-/// A blocking actor owned by the current thread (main, tests, adapters):
-///   troupe::scoped_actor self{sys};
-///   self->request(a, 1s, get_atom{}).receive([](int v) {...}, [](troupe::error& e) {...});
-/// It ends when the scoped_actor goes out of scope; it must not outlive the system.
-class scoped_actor {
- public:
-  explicit scoped_actor(actor_system& sys);
-  ~scoped_actor();
-  scoped_actor(const scoped_actor&) = delete;
-  scoped_actor& operator=(const scoped_actor&) = delete;
-
-  blocking_actor* operator->() const noexcept { return self_; }
-  blocking_actor& operator*() const noexcept { return *self_; }
-  actor handle() const noexcept { return self_->handle(); }
-
- private:
-  blocking_actor* self_;
 };
 
 template <class F, class... Args>

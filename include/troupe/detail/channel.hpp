@@ -1,0 +1,224 @@
+// layer: stream
+// channel.hpp: the machinery under stream graphs: runners and channels
+// (users need stream.hpp and the pattern headers).
+//
+// A channel is one bounded SPSC ring between one producer replica and one
+// consumer replica: N upstream x M downstream replicas are N*M channels, so
+// no channel ever has two writers and no router node sits between stages.
+// The producer side of a replica (its outlet, outlet.hpp) picks the channel
+// with the downstream stage's routing policy.
+//
+// Running and waking. Each node replica (a runner) is a scheduler resumable
+// (or a loop on its own thread) with one `active` flag: true while it is
+// queued or running. A consumer that finds no input clears the flag, fences,
+// and looks at its channels once more; a producer that has published pushes
+// (it publishes them in small groups: see outlet::push) reads the flag with a
+// plain load and wakes the consumer if it is clear (exchange, then schedule).
+// That plain load can miss a consumer that is just going idle (the
+// producer's push may still sit in its store buffer when the consumer looks),
+// so every producer also fences and re-checks its consumers whenever it ends
+// a batch, goes idle, blocks or closes: an element is never stranded for
+// longer than one batch of its producer, and no element costs a
+// read-modify-write.
+//
+// Invariants (checked by TROUPE_ASSERT in debug and sanitizer builds):
+//   C1 only the producer pushes into a channel, only the consumer pops;
+//   C2 `closed` is set once, after the producer's last push is published;
+//   C3 only the producer clears `waiting`, and only once it has flushed;
+//   C4 a runner is run by at most one thread at a time: whoever sets
+//      `active` from false to true queues (or signals) it, exactly once.
+//
+// Backpressure. A push into a full channel parks the element in the outlet's
+// overflow (at most the outputs of one input) and the runner stops taking
+// input until the overflow is flushed: it yields its worker instead of
+// blocking it, so a graph with more nodes than workers never deadlocks.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "troupe/detail/resumable.hpp"
+#include "troupe/stream/metrics.hpp"
+#include "troupe/stream/options.hpp"
+#include "troupe/util/affinity.hpp"
+#include "troupe/util/cache.hpp"
+#include "troupe/util/spsc_ring.hpp"
+
+namespace troupe {
+class actor_system;
+}
+
+namespace troupe::detail {
+
+struct graph_state;
+
+enum class step_result {
+  more,      ///< the batch budget ran out with work left
+  blocked,   ///< an output channel is full
+  idle,      ///< no input: the runner released itself (do not touch it)
+  finished,  ///< ended: do not touch it
+};
+
+/// Per-replica settings the graph builder hands to each runner.
+struct runner_settings {
+  std::size_t replica = 0;          // index among its stage's replicas
+  std::size_t replicas = 1;         // replicas of its stage
+  std::size_t batch = 512;          // elements per activation
+  std::size_t latency_sample = 64;  // sinks measure one element in this many
+  stream::failure on_error = stream::failure::cancel;
+  bool dedicated = false;           // its own thread instead of the scheduler
+  affinity cores;                   // dedicated: where its thread may run
+  std::size_t thread_index = 0;     // dedicated: its index in `cores`
+};
+
+/// One node replica: what the scheduler (or its own thread) runs.
+class runner_base : public resumable {
+ public:
+  runner_base(graph_state& g, std::string name, const runner_settings& s)
+      : graph_{&g}, name_{std::move(name)}, settings_{s} {}
+  virtual ~runner_base() = default;
+
+  /// Queues (or signals) the runner unless it is already active (C4).
+  void wake() noexcept {
+    if (!active_.load(std::memory_order_relaxed) && !active_.exchange(true, std::memory_order_acq_rel)) launch();
+  }
+  bool active() const noexcept { return active_.load(std::memory_order_relaxed); }
+
+  resume_result resume(std::size_t) override;
+  /// The loop of a dedicated thread; returns when the runner has finished.
+  void run_on_thread();
+  /// First activation: the graph launches every runner once (on_start).
+  void start() noexcept;
+
+  /// wake() at stream::now() == t (through the actor system's timer).
+  void wake_at(std::uint64_t t) noexcept;
+  bool dedicated() const noexcept { return settings_.dedicated; }
+  const std::string& name() const noexcept { return name_; }
+  stream::node_metrics metrics() const;
+  virtual std::size_t queued() const noexcept { return 0; }
+  virtual void add_latency(stream::latency_histogram&) const noexcept {}
+
+ protected:
+  virtual step_result step(std::size_t budget) = 0;
+  /// Read-only look at the inputs (atomics only): anything to do?
+  virtual bool has_input() const noexcept = 0;
+  /// Clears `active`, fences and re-checks with `ready` (which may read
+  /// atomics and immutable members only). true: really idle (the runner must
+  /// not be touched any more); false: it holds itself again.
+  template <class Ready>
+  bool release_unless(Ready&& ready) noexcept {
+    // Once `active_` is clear another thread may run this runner, finish the
+    // graph and free it while we still look at the channels: the graph waits
+    // for releases in progress before it goes.
+    enter_release();
+    active_.store(false, std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Ready meanwhile: take ourselves back, unless someone already has.
+    const bool idle = !ready() || active_.exchange(true, std::memory_order_acq_rel);
+    leave_release();
+    return idle;
+  }
+  bool release() noexcept {
+    return release_unless([this] { return has_input(); });
+  }
+  /// Spins a little while the worker has nothing else to do; true if input
+  /// came (for_room: if the blocked output has room again).
+  bool linger(bool for_room = false) noexcept;
+  virtual bool room_ready() const noexcept { return true; }
+  /// Pooled, and the worker has nothing else queued.
+  bool may_poll() const noexcept;
+  void enter_release() noexcept;
+  void leave_release() noexcept;
+  bool cancelled() const noexcept;
+  /// A node threw (failure::cancel, or outside an element): records the
+  /// exception and cancels the graph.
+  void fail(std::exception_ptr e) noexcept;
+  /// failure::skip: an element was dropped; reports it (errors_to) and
+  /// returns the error that describes it (for its requester, if any).
+  error skip(std::exception_ptr e) noexcept;
+  /// The error an exception from this node stands for.
+  error describe(std::exception_ptr e) const;
+  actor_system& system() const noexcept;
+  /// The last thing a runner does.
+  void finished() noexcept;
+  void publish(std::uint64_t in, std::uint64_t out) noexcept {
+    items_in_.store(items_in_.load(std::memory_order_relaxed) + in, std::memory_order_relaxed);
+    items_out_.store(items_out_.load(std::memory_order_relaxed) + out, std::memory_order_relaxed);
+  }
+
+  graph_state* graph_;
+
+ private:
+  void launch() noexcept;
+
+  alignas(cache_line) std::atomic<bool> active_{false};
+  std::atomic<std::uint32_t> wakeups_{0};  // dedicated threads sleep on it (a futex word)
+  alignas(cache_line) std::atomic<std::uint64_t> items_in_{0};
+  std::atomic<std::uint64_t> items_out_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::string name_;
+
+ protected:
+  const runner_settings settings_;
+};
+
+/// One producer replica -> one consumer replica.
+template <class T>
+struct channel {
+  explicit channel(std::size_t capacity, runner_base* c) : ring{capacity}, consumer{c} {}
+  spsc_ring<T> ring;
+  runner_base* consumer;
+  runner_base* producer = nullptr;                      // null: an entry actor
+  alignas(cache_line) std::atomic<bool> closed{false};  // the producer has ended (C2)
+  std::atomic<bool> waiting{false};                     // the producer sleeps until there is room (C3)
+  std::atomic<bool> drained{false};                     // the consumer has seen the end
+  std::atomic<std::size_t> stuck{0};                    // reorder stages: elements it could not take yet
+
+  bool has_room() const noexcept { return ring.size() < ring.capacity(); }
+  /// Consumer, after taking elements: wakes a producer that waits for room.
+  /// Only the producer clears `waiting` (once it has flushed): a wake that
+  /// finds it still running must not use the flag up. The fence pairs with
+  /// the one in the producer's release: either it sees the room we made, or
+  /// we see it has gone idle.
+  void room_made() noexcept {
+    if (!waiting.load(std::memory_order_relaxed)) return;  // a missed flag is caught at the next batch end
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (producer != nullptr) producer->wake();
+  }
+};
+
+/// The input side of a consumer replica: producers connect channels to it.
+template <class T>
+class port {
+ public:
+  virtual channel<T>* connect(std::size_t capacity) = 0;
+
+ protected:
+  ~port() = default;
+};
+
+/// The input channels of a replica (none for a source).
+template <class T>
+class input_side : public port<T> {
+ public:
+  channel<T>* connect(std::size_t capacity) override {
+    inputs_.push_back(std::make_unique<channel<T>>(capacity, owner_));
+    return inputs_.back().get();
+  }
+
+ protected:
+  runner_base* owner_ = nullptr;
+  std::vector<std::unique_ptr<channel<T>>> inputs_;
+};
+template <>
+class input_side<void> {
+ protected:
+  runner_base* owner_ = nullptr;
+};
+
+}  // namespace troupe::detail

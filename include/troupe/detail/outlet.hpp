@@ -1,0 +1,491 @@
+// layer: stream
+// outlet.hpp: the producer side of a runner: its channels into the next
+// stage's replicas, the routing policy that picks among them, and the
+// overflow where elements wait while their channel is full.
+//
+// A node emits through an emit_target<T>: its outlet when the graph carries
+// bare values, or the runner's tagging adapter (runner.hpp) in actor-facing
+// graphs and ordered farms. The common case, one channel and nothing parked,
+// is inline in emit_target::send (no call); every other case is one virtual
+// call into outlet<E, Route>, where the policy's pick() is a direct call on
+// a concrete type: no std::function, no shared counter.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "troupe/detail/assert.hpp"
+#include "troupe/detail/channel.hpp"
+#include "troupe/detail/tagged.hpp"
+#include "troupe/detail/tuning.hpp"
+
+namespace troupe::detail {
+
+/// What a node emits into.
+template <class T>
+class emit_target {
+ public:
+  /// Pushes `v` (or parks it when its channel is full). Order per channel is kept.
+  void send(T&& v) {
+    if (fast_ != nullptr && push(*fast_, std::move(v))) {
+      ++sent_;
+      return;
+    }
+    send_routed(std::move(v));
+  }
+  /// Everything but the inline case.
+  virtual void send_routed(T&& v) = 0;
+  /// Pushes `v` only if its channel (round robin, random: any channel;
+  /// broadcast: every channel) holds fewer than `limit` elements; `v` is
+  /// moved from only when it was sent.
+  [[nodiscard]] virtual bool send_if(T& v, std::size_t limit) = 0;
+  /// A copy to every channel (every replica of every branch), whatever the
+  /// policy: punctuations such as watermarks.
+  virtual void send_all(T&& v) = 0;
+
+  /// Elements sent since the last call.
+  std::uint64_t take_sent() noexcept { return std::exchange(sent_, 0); }
+
+ protected:
+  emit_target() = default;
+  emit_target(const emit_target&) = delete;
+  emit_target& operator=(const emit_target&) = delete;
+  ~emit_target() = default;
+
+  /// Into channel c; false (v untouched) when full. Pushes are published
+  /// (made visible, and an idle consumer woken) in groups of publish_every_,
+  /// when the channel is full, and at every batch end, block, pause or close
+  /// of the producer (sweep, close): an element waits at most for its
+  /// producer's next few pushes, and a consumer that polls an almost empty
+  /// channel pulls its index once per group instead of once per element.
+  [[gnu::always_inline]] bool push(channel<T>& c, T&& v) {
+    auto& r = c.ring;
+    if (r.try_emplace_unpublished(std::move(v))) {
+      if (r.unpublished() >= publish_every_) publish(c);
+      return true;
+    }
+    publish(c);  // full: the consumer must see what it holds
+    return false;
+  }
+  static void publish(channel<T>& c) noexcept {
+    if (c.ring.publish() && !c.consumer->active()) c.consumer->wake();
+  }
+
+  channel<T>* fast_ = nullptr;  ///< the one channel, while nothing is parked (else null)
+  std::size_t publish_every_ = 1;
+  std::uint64_t sent_ = 0;
+};
+
+/// A stage's input as seen by the stage before it: its replicas' ports and
+/// the policy that picks among them.
+template <class E, class Route>
+struct downstream {
+  using element = E;
+  std::vector<port<E>*> ports;
+  Route route;
+};
+
+/// stream::branches: every element to each part, each with its own routing.
+template <class E, class... Parts>
+struct fanout {
+  using element = E;
+  std::tuple<Parts...> parts;
+};
+
+/// After a sink: nothing.
+struct no_downstream {
+  using element = void;
+};
+
+/// The route of a single consumer (a stage of one replica).
+struct direct {
+  template <class T>
+  std::size_t pick(const T&, std::size_t) const noexcept {
+    return 0;
+  }
+};
+
+template <class Route>
+concept broadcasting = requires { requires Route::to_every_replica; };
+template <class Route>
+concept any_replica_route = requires { requires Route::any_replica; };
+template <class Route, class T>
+concept load_aware_route = requires(Route& r, const T& v, std::size_t (*queued)(std::size_t)) {
+  { r.pick(v, std::size_t{1}, queued) } -> std::convertible_to<std::size_t>;
+};
+
+inline constexpr std::size_t any_channel = SIZE_MAX;  ///< parked for "any channel with room"
+
+template <class E, class Route>
+class outlet final : public emit_target<E> {
+  using base = emit_target<E>;
+
+ public:
+  outlet() = default;
+
+  /// `self`: the producing runner (null for an entry actor).
+  void attach(const downstream<E, Route>& d, std::size_t capacity, runner_base* self) {
+    if (d.ports.empty()) throw std::logic_error("troupe stream: a stage has no downstream replica");
+    for (auto* p : d.ports) {
+      chans_.push_back(p->connect(capacity));
+      chans_.back()->producer = self;
+    }
+    route_.emplace(d.route);
+    // A runner publishes its pushes in groups (see push); an entry actor
+    // publishes each one at once.
+    this->publish_every_ =
+        self == nullptr ? 1 : std::clamp<std::size_t>(chans_[0]->ring.capacity() / 4, 1, tuning::publish_group);
+    refresh_fast();
+  }
+
+  void send_routed(E&& v) override {
+    ++this->sent_;
+    if (!overflow_.empty()) return park(parked_index(v), std::move(v));
+    const std::size_t n = chans_.size();
+    if constexpr (broadcasting<Route>) {
+      for (std::size_t i = 0; i + 1 < n; ++i) push_or_park(i, E{v});
+      push_or_park(n - 1, std::move(v));
+    } else if (is_marker(v)) {
+      push_or_park(0, std::move(v));  // markers only travel on single-replica routes (see tagged.hpp)
+    } else if constexpr (any_replica_route<Route>) {
+      if (!in_turn(route_->pick(routed_value(v), n), [&](std::size_t i) { return this->push(*chans_[i], std::move(v)); }))
+        park(any_channel, std::move(v));
+    } else {
+      push_or_park(pick(v), std::move(v));
+    }
+  }
+
+  bool send_if(E& v, std::size_t limit) override {
+    if (!overflow_.empty()) return false;
+    auto room = [&](std::size_t i) { return chans_[i]->ring.pushed_size() < limit; };
+    auto push_v = [&](std::size_t i) {
+      if (!this->push(*chans_[i], std::move(v))) return false;
+      ++this->sent_;
+      return true;
+    };
+    if constexpr (broadcasting<Route>) {
+      if (!would_take(v, limit)) return false;
+      send_routed(std::move(v));
+      return true;
+    } else if constexpr (any_replica_route<Route> || load_aware_route<Route, std::remove_cvref_t<decltype(routed_value(v))>>) {
+      return in_turn(first_choice(v), [&](std::size_t i) { return room(i) && push_v(i); });
+    } else {
+      const auto i = pick(v);
+      return room(i) && push_v(i);
+    }
+  }
+
+  void send_all(E&& v) override {
+    ++this->sent_;
+    const bool parked = !overflow_.empty();
+    for (std::size_t i = 0; i < chans_.size(); ++i) {
+      E copy = i + 1 < chans_.size() ? E{v} : std::move(v);
+      if (parked) overflow_.emplace_back(i, std::move(copy));
+      else push_or_park(i, std::move(copy));
+    }
+    refresh_fast();
+  }
+
+  /// Whether send_if(v, limit) would send now.
+  bool would_take(const E& v, std::size_t limit) const {
+    if (!overflow_.empty()) return false;
+    auto room = [&](const channel<E>* c) { return c->ring.pushed_size() < std::min(limit, c->ring.capacity()); };
+    if constexpr (broadcasting<Route>) {
+      return std::all_of(chans_.begin(), chans_.end(), room);
+    } else if constexpr (any_replica_route<Route> || load_aware_route<Route, std::remove_cvref_t<decltype(routed_value(v))>>) {
+      return std::any_of(chans_.begin(), chans_.end(), room);
+    } else {
+      return room(chans_[const_cast<outlet*>(this)->pick(v)]);
+    }
+  }
+
+  bool blocked() const noexcept { return !overflow_.empty(); }
+
+  /// Blocked: the channel to re-check after release (null: any channel).
+  channel<E>* blocked_on() const noexcept {
+    const auto i = overflow_.front().first;
+    return i != any_channel ? chans_[i] : nullptr;
+  }
+  /// Blocked: asks the consumer(s) of the oldest parked element to wake the
+  /// producer when they make room; returns blocked_on().
+  channel<E>* wait_for_room() noexcept {
+    waiting_ = true;
+    const auto i = overflow_.front().first;
+    if (i != any_channel) {
+      chans_[i]->waiting.store(true, std::memory_order_relaxed);
+      return chans_[i];
+    }
+    for (auto* c : chans_) c->waiting.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
+  /// Atomics and the immutable channel list only: safe after release.
+  bool has_room(const channel<E>* c) const noexcept {
+    if (c != nullptr) return c->has_room();
+    return std::any_of(chans_.begin(), chans_.end(), [](const channel<E>* x) { return x->has_room(); });
+  }
+
+  /// Moves parked elements into their channels; true when none is left.
+  bool flush() {
+    std::size_t done = 0;
+    for (; done < overflow_.size(); ++done) {
+      auto& [i, v] = overflow_[done];
+      if (i != any_channel) {
+        if (!this->push(*chans_[i], std::move(v))) break;
+      } else {
+        bool ok = false;
+        for (std::size_t k = 0; k < chans_.size() && !ok; ++k) ok = this->push(*chans_[k], std::move(v));
+        if (!ok) break;
+      }
+    }
+    overflow_.erase(overflow_.begin(), overflow_.begin() + static_cast<std::ptrdiff_t>(done));
+    if (!overflow_.empty()) return false;
+    if (waiting_) {  // C3: we clear what we set, once flushed
+      waiting_ = false;
+      for (auto* c : chans_) c->waiting.store(false, std::memory_order_relaxed);
+    }
+    refresh_fast();
+    return true;
+  }
+
+  /// Makes every push visible to its consumer (waking it if idle).
+  void publish() noexcept {
+    for (auto* c : chans_) base::publish(*c);
+  }
+  /// Publishes, then wakes every consumer that has elements but is idle; see
+  /// the top of channel.hpp.
+  void sweep() noexcept {
+    publish();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (auto* c : chans_)
+      if (!c->ring.empty() && !c->consumer->active()) c->consumer->wake();
+  }
+  /// End of stream on every channel (after the last push; C2).
+  void close() noexcept {
+    publish();
+    for (auto* c : chans_) {
+      TROUPE_ASSERT(!c->closed.load(std::memory_order_relaxed), "a channel is closed twice");
+      c->closed.store(true, std::memory_order_release);
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (auto* c : chans_) c->consumer->wake();
+  }
+  /// Drops what is parked (cancellation).
+  void discard() noexcept {
+    overflow_.clear();
+    refresh_fast();
+  }
+
+ private:
+  static bool is_marker(const E& v) noexcept {
+    if constexpr (is_tagged<E>::value) return !v.value.has_value();
+    else return false;
+  }
+  std::size_t pick(const E& v) {
+    if (is_marker(v)) return 0;
+    if constexpr (load_aware_route<Route, std::remove_cvref_t<decltype(routed_value(v))>>) {
+      return route_->pick(routed_value(v), chans_.size(), [this](std::size_t i) { return chans_[i]->ring.pushed_size(); });
+    } else {
+      const std::size_t i = route_->pick(routed_value(v), chans_.size());
+      TROUPE_ASSERT(i < chans_.size(), "a routing policy picked a replica out of range");
+      return i;
+    }
+  }
+  /// send_if's first replica to try.
+  std::size_t first_choice(const E& v) { return pick(v); }
+  /// Where an element that arrives while others are parked waits: behind
+  /// them, for its own channel (by key) or for any channel.
+  std::size_t parked_index(const E& v) {
+    if constexpr (broadcasting<Route>) return any_channel;  // expanded by park
+    else if constexpr (any_replica_route<Route>) return any_channel;
+    else return pick(v);
+  }
+  void park(std::size_t i, E&& v) {
+    if constexpr (broadcasting<Route>) {
+      for (std::size_t k = 0; k + 1 < chans_.size(); ++k) overflow_.emplace_back(k, E{v});
+      overflow_.emplace_back(chans_.size() - 1, std::move(v));
+    } else {
+      overflow_.emplace_back(i, std::move(v));
+    }
+    this->fast_ = nullptr;
+  }
+  void push_or_park(std::size_t i, E&& v) {
+    if (!this->push(*chans_[i], std::move(v))) {
+      overflow_.emplace_back(i, std::move(v));
+      this->fast_ = nullptr;
+    }
+  }
+  /// Offers every channel once, from `first` on, until `take(i)` accepts.
+  template <class Take>
+  bool in_turn(std::size_t first, Take&& take) {
+    const std::size_t n = chans_.size();
+    for (std::size_t k = 0; k < n; ++k)
+      if (take(first + k < n ? first + k : first + k - n)) return true;
+    return false;
+  }
+  void refresh_fast() noexcept {
+    this->fast_ = chans_.size() == 1 && overflow_.empty() ? chans_[0] : nullptr;
+  }
+
+  std::vector<channel<E>*> chans_;
+  std::optional<Route> route_;  // set by attach
+  std::vector<std::pair<std::size_t, E>> overflow_;
+  bool waiting_ = false;  // some channel's `waiting` flag is ours to clear (C3)
+};
+
+template <class D>
+struct outlet_for;
+
+/// stream::branches: one outlet per branch, each with its own channels,
+/// policy and overflow.
+template <class E, class... Parts>
+class fanout_outlet final : public emit_target<E> {
+ public:
+  void attach(const fanout<E, Parts...>& d, std::size_t capacity, runner_base* self) {
+    attach_parts(d, capacity, self, std::index_sequence_for<Parts...>{});
+  }
+
+  void send_routed(E&& v) override {
+    ++this->sent_;
+    each_but_last([&](auto& p) { p.send(E{v}); });
+    std::get<sizeof...(Parts) - 1>(parts_).send(std::move(v));
+  }
+  bool send_if(E& v, std::size_t limit) override {
+    // Every branch must take it; then each one does (consumers only make room).
+    bool all = true;
+    each([&](auto& p) { all = all && p.would_take(v, limit); });
+    if (!all) return false;
+    each_but_last([&](auto& p) {
+      E copy{v};
+      [[maybe_unused]] const bool sent = p.send_if(copy, limit);
+    });
+    ++this->sent_;
+    return std::get<sizeof...(Parts) - 1>(parts_).send_if(v, limit);
+  }
+  void send_all(E&& v) override {
+    ++this->sent_;
+    each_but_last([&](auto& p) { p.send_all(E{v}); });
+    std::get<sizeof...(Parts) - 1>(parts_).send_all(std::move(v));
+  }
+  bool would_take(const E& v, std::size_t limit) const {
+    bool all = true;
+    each([&](const auto& p) { all = all && p.would_take(v, limit); });
+    return all;
+  }
+
+  bool blocked() const noexcept {
+    bool any = false;
+    each([&](const auto& p) { any = any || p.blocked(); });
+    return any;
+  }
+  channel<E>* blocked_on() const noexcept {
+    channel<E>* c = nullptr;
+    std::size_t i = 0, found = SIZE_MAX;
+    each([&](const auto& p) {
+      if (found == SIZE_MAX && p.blocked()) found = i, c = p.blocked_on();
+      ++i;
+    });
+    blocked_part_.store(found, std::memory_order_relaxed);
+    return c;
+  }
+  channel<E>* wait_for_room() noexcept {
+    channel<E>* c = nullptr;
+    std::size_t i = 0, found = SIZE_MAX;
+    each([&](auto& p) {
+      if (found == SIZE_MAX && p.blocked()) found = i, c = p.wait_for_room();
+      ++i;
+    });
+    blocked_part_.store(found, std::memory_order_relaxed);
+    return c;
+  }
+  /// Safe after release: reads the part remembered by blocked_on/wait_for_room.
+  bool has_room(const channel<E>* c) const noexcept {
+    if (c != nullptr) return c->has_room();
+    const std::size_t part = blocked_part_.load(std::memory_order_relaxed);
+    bool room = true;
+    std::size_t i = 0;
+    each([&](const auto& p) {
+      if (i++ == part) room = p.has_room(nullptr);
+    });
+    return room;
+  }
+  bool flush() {
+    bool all = true;
+    each([&](auto& p) { all = p.flush() && all; });
+    return all;
+  }
+  void publish() noexcept {
+    each([](auto& p) { p.publish(); });
+  }
+  void sweep() noexcept {
+    each([](auto& p) { p.sweep(); });
+  }
+  void close() noexcept {
+    each([](auto& p) { p.close(); });
+  }
+  void discard() noexcept {
+    each([](auto& p) { p.discard(); });
+  }
+
+ private:
+  template <std::size_t... I>
+  void attach_parts(const fanout<E, Parts...>& d, std::size_t capacity, runner_base* self, std::index_sequence<I...>) {
+    (std::get<I>(parts_).attach(std::get<I>(d.parts), capacity, self), ...);
+  }
+  template <class F>
+  void each(F&& f) {
+    std::apply([&](auto&... p) { (f(p), ...); }, parts_);
+  }
+  template <class F>
+  void each(F&& f) const {
+    std::apply([&](const auto&... p) { (f(p), ...); }, parts_);
+  }
+  template <class F>
+  void each_but_last(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (f(std::get<I>(parts_)), ...);
+    }(std::make_index_sequence<sizeof...(Parts) - 1>{});
+  }
+
+  std::tuple<typename outlet_for<Parts>::type...> parts_;
+  mutable std::atomic<std::size_t> blocked_part_{SIZE_MAX};
+};
+
+/// Sinks have no outlet.
+class no_outlet {
+ public:
+  bool blocked() const noexcept { return false; }
+  channel<int>* wait_for_room() noexcept { return nullptr; }
+  channel<int>* blocked_on() const noexcept { return nullptr; }
+  bool has_room(const channel<int>*) const noexcept { return true; }
+  bool flush() noexcept { return true; }
+  void publish() noexcept {}
+  void sweep() noexcept {}
+  void close() noexcept {}
+  std::uint64_t take_sent() noexcept { return 0; }
+  void discard() noexcept {}
+};
+
+template <class E, class Route>
+struct outlet_for<downstream<E, Route>> {
+  using type = outlet<E, Route>;
+};
+template <class E, class... Parts>
+struct outlet_for<fanout<E, Parts...>> {
+  using type = fanout_outlet<E, Parts...>;
+};
+template <>
+struct outlet_for<no_downstream> {
+  using type = no_outlet;
+};
+template <class D>
+using outlet_for_t = typename outlet_for<D>::type;
+
+}  // namespace troupe::detail

@@ -1,0 +1,584 @@
+// layer: stream
+// runner.hpp: one replica of a node at work (channel.hpp has the protocol),
+// and the reorder stage of ordered farms.
+//
+// A runner drains its input channels in batches, calls its node's consume()
+// (a source's produce()) for each element, and pushes what the node emits
+// into its outlet. In a graph that answers actors, or inside an ordered farm,
+// its channels carry tagged elements: the runner hands the node the bare
+// value and tags each output with the input's reply address and sequence
+// number (the tagger below), so nodes are written the same way everywhere.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "troupe/detail/assert.hpp"
+#include "troupe/detail/outlet.hpp"
+#include "troupe/detail/tagged.hpp"
+#include "troupe/detail/tuning.hpp"
+#include "troupe/stream/node.hpp"
+
+namespace troupe::detail {
+
+std::string demangle(const char* mangled);
+
+template <class N>
+std::string node_name() {
+  if constexpr (requires { N::kind; }) return N::kind;
+  else return demangle(typeid(N).name());
+}
+
+/// The runner's way into the node base classes.
+struct node_access {
+  template <class Out>
+  static void set_target(stream::emitter<Out>& e, emit_target<Out>* t) noexcept {
+    e.out_ = t;
+  }
+  template <class Out>
+  static std::uint64_t& resume_at(stream::emitter<Out>& e) noexcept {
+    return e.resume_at_;
+  }
+  template <class In, class Out>
+  static void set_context(stream::node<In, Out>& n, const stream::node_context& c) noexcept {
+    n.ctx_ = c;
+  }
+};
+
+/// What a node in a tagged graph emits into: each output is tagged with the
+/// reply address and sequence number of the input being consumed. The last
+/// output of an input is held back until consume() returns, so that it can
+/// carry the input's `last` flag and take its reply address over (no copy in
+/// the usual one-output case); an ordered input that produced nothing leaves
+/// a marker, so that the reorder stage does not wait for it.
+template <class Out, class Outlet>
+class tagger final : public emit_target<Out> {
+ public:
+  explicit tagger(Outlet& out) noexcept : out_{&out} {}
+
+  /// Before consume(): the input's tag.
+  void begin(reply_to& reply, std::uint64_t seq, bool last) noexcept {
+    reply_ = &reply;
+    seq_ = seq;
+    last_ = last;
+  }
+  /// After consume().
+  void end() {
+    if (held_) {
+      send_held(last_, std::move(*reply_));
+    } else if (seq_ != no_seq && last_) {
+      ++markers_;
+      out_->send(tagged<Out>{std::nullopt, std::move(*reply_), seq_, true});
+    }
+    reply_ = nullptr;
+    seq_ = no_seq;
+    last_ = true;
+  }
+  std::uint64_t take_markers() noexcept { return std::exchange(markers_, 0); }
+
+  void send_routed(Out&& v) override {
+    if (reply_ == nullptr) {  // outside consume (on_start, on_stop): no input to tag it with
+      out_->send(tagged<Out>{std::move(v), {}, no_seq, true});
+      return;
+    }
+    if (held_) send_held(false, reply_to{*reply_});
+    held_.emplace(std::move(v));
+  }
+  bool send_if(Out& v, std::size_t limit) override {
+    if (held_) send_held(false, copy_reply());
+    // Not held back: the caller must know now. If it was the input's last
+    // output, end() adds the marker that an ordered farm needs.
+    tagged<Out> t{std::move(v), copy_reply(), seq_, false};
+    if (out_->send_if(t, limit)) return true;
+    v = std::move(*t.value);
+    return false;
+  }
+  void send_all(Out&& v) override {
+    if (held_) send_held(false, copy_reply());
+    out_->send_all(tagged<Out>{std::move(v), {}, no_seq, true});
+  }
+
+ private:
+  reply_to copy_reply() const { return reply_ != nullptr ? reply_to{*reply_} : reply_to{}; }
+  void send_held(bool last, reply_to r) {
+    out_->send(tagged<Out>{std::move(*held_), std::move(r), seq_, last});
+    held_.reset();
+  }
+
+  Outlet* out_;
+  std::optional<Out> held_;
+  reply_to* reply_ = nullptr;
+  std::uint64_t seq_ = no_seq;
+  bool last_ = true;
+  std::uint64_t markers_ = 0;
+};
+
+struct no_tagger {
+  std::uint64_t take_markers() noexcept { return 0; }
+};
+
+/// What node runners and reorder stages share: the outlet, and the steps
+/// that end a batch, block, stop and end. Derived provides step(),
+/// has_input() and stop_hook() (on_stop; false if it failed).
+template <class Derived, class InE, class Outlet>
+class runner_core : public runner_base, public input_side<InE> {
+ public:
+  runner_core(graph_state& g, std::string name, const runner_settings& s)
+      : runner_base{g, std::move(name), s}, batch_{s.batch} {
+    this->owner_ = this;
+  }
+
+  template <class D>
+  void attach(const D& d, std::size_t capacity) {
+    out_.attach(d, capacity, this);
+  }
+
+  std::size_t queued() const noexcept override {
+    std::size_t n = 0;
+    if constexpr (!std::is_void_v<InE>)
+      for (auto& c : this->inputs_) n += c->ring.size();
+    return n;
+  }
+  bool room_ready() const noexcept override { return out_.has_room(blocked_on_); }
+
+ protected:
+  enum class phase { fresh, running, stopping, finished };
+
+  Derived& self() noexcept { return static_cast<Derived&>(*this); }
+
+  /// What every step does first; nullopt: go on with the step's own work.
+  std::optional<step_result> prologue() noexcept {
+    if (cancelled()) return end(false);
+    if (phase_ == phase::fresh) {
+      phase_ = phase::running;
+      if (!self().start_hook()) return end(false);
+    }
+    if (out_.blocked() && !out_.flush()) return blocked(0);
+    if (phase_ == phase::stopping) return end(true);
+    return std::nullopt;
+  }
+
+  // End of a batch: counters, and wake whoever waits on us (consumers with
+  // data, producers with room). Both checks follow a fence.
+  void batch_done(std::uint64_t in) noexcept {
+    publish(in, sent());
+    out_.sweep();
+    if constexpr (!std::is_void_v<InE>) {
+      if (in != 0) {  // we made room: does a producer wait for it?
+        if constexpr (std::is_same_v<Outlet, no_outlet>) std::atomic_thread_fence(std::memory_order_seq_cst);
+        for (auto& c : this->inputs_) c->room_made();
+      }
+    }
+  }
+
+  // An output channel is full: sleep until its consumer makes room.
+  step_result blocked(std::uint64_t in) noexcept {
+    batch_done(in);
+    blocked_on_ = out_.blocked_on();
+    if (linger(true)) return step_result::blocked;  // room again: retry soon
+    // A pooled runner whose worker has nothing else to do polls through the
+    // scheduler (cheaper than a sleep and a wake-up per refill); otherwise
+    // it sleeps until its consumer makes room. Polling is bounded: a runner
+    // blocked for long (a slow consumer) sleeps.
+    if (blocked_polls_ < tuning::max_blocked_polls && may_poll()) {
+      ++blocked_polls_;
+      return step_result::blocked;
+    }
+    auto* c = out_.wait_for_room();
+    if (release_unless([this, c] { return out_.has_room(c) || cancelled(); })) return step_result::idle;
+    return step_result::blocked;
+  }
+
+  step_result more(std::uint64_t in) noexcept {
+    blocked_polls_ = 0;
+    batch_done(in);
+    return step_result::more;
+  }
+
+  // The input has ended: on_stop, flush what it sent, close the outputs.
+  step_result stop(std::uint64_t in) noexcept {
+    phase_ = phase::stopping;
+    if (!self().stop_hook()) return end(false);
+    if (out_.blocked() && !out_.flush()) return blocked(in);
+    publish(in, 0);
+    return end(true);
+  }
+
+  step_result end(bool clean) noexcept {
+    if (!clean) out_.discard();
+    publish(0, sent());
+    phase_ = phase::finished;
+    out_.close();
+    finished();
+    return step_result::finished;
+  }
+
+  /// Idle after a batch: linger a little (pool), then let go.
+  step_result idle_after(std::uint64_t in) noexcept {
+    batch_done(in);
+    if (!this->settings_.dedicated && linger()) return step_result::more;
+    return release() ? step_result::idle : step_result::more;
+  }
+
+  /// Every input closed and emptied (marks the drained ones).
+  bool inputs_ended() noexcept {
+    std::size_t open = 0;
+    if constexpr (!std::is_void_v<InE>) {
+      for (auto& c : this->inputs_) {
+        if (c->drained.load(std::memory_order_relaxed)) continue;
+        if (c->closed.load(std::memory_order_acquire) && c->ring.empty()) c->drained.store(true, std::memory_order_relaxed);
+        else ++open;
+      }
+    }
+    return open == 0;
+  }
+
+  std::uint64_t sent() noexcept { return out_.take_sent() - self().take_markers(); }
+
+  bool start_hook() noexcept { return true; }
+  bool stop_hook() noexcept { return true; }
+  std::uint64_t take_markers() noexcept { return 0; }
+
+  Outlet out_;
+  decltype(std::declval<const Outlet&>().blocked_on()) blocked_on_ = nullptr;
+  std::size_t batch_;
+  unsigned blocked_polls_ = 0;  // polls since the last full batch
+  phase phase_ = phase::fresh;
+  std::size_t cursor_ = 0;
+};
+
+template <class N, bool Tagged, class Next>
+class runner final : public runner_core<runner<N, Tagged, Next>, wire<typename N::in_type, Tagged>, outlet_for_t<Next>> {
+  using In = typename N::in_type;
+  using Out = typename N::out_type;
+  using InE = wire<In, Tagged>;
+  using Outlet = outlet_for_t<Next>;
+  using core = runner_core<runner<N, Tagged, Next>, InE, Outlet>;
+  friend core;
+  static constexpr bool is_source = std::is_void_v<In>;
+  static constexpr bool is_sink = std::is_void_v<Out>;
+  static constexpr bool tags = Tagged && !is_sink;
+  static constexpr bool measures_latency = is_sink && !is_source && stream::stamped<In>;
+  static_assert(!(Tagged && is_source), "a source cannot run inside an ordered farm or after an entry");
+  using tagger_type = std::conditional_t<tags, tagger<Out, Outlet>, no_tagger>;
+
+ public:
+  runner(graph_state& g, const N& prototype, const runner_settings& s, actor_system& sys)
+      : core{g, node_name<N>(), s}, node_{prototype}, tag_{make_tagger()},
+        sample_every_{s.latency_sample == 0 ? 1 : s.latency_sample} {
+    node_access::set_context(node_, stream::node_context{&sys, s.replica, s.replicas});
+    if constexpr (!is_sink) {
+      if constexpr (tags) node_access::set_target(static_cast<stream::emitter<Out>&>(node_), &tag_);
+      else node_access::set_target(static_cast<stream::emitter<Out>&>(node_), &this->out_);
+    }
+    if constexpr (measures_latency) latency_ = std::make_unique<stream::latency_histogram>();
+  }
+
+  void add_latency(stream::latency_histogram& h) const noexcept override {
+    if (latency_) h.merge(*latency_);
+  }
+
+ protected:
+  step_result step(std::size_t) override {
+    if (auto r = this->prologue()) return *r;
+    if constexpr (is_source) return produce();
+    else return drain();
+  }
+
+  bool has_input() const noexcept override {
+    if constexpr (!is_source) {
+      for (auto& c : this->inputs_)
+        if (!c->ring.empty() ||
+            (c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)))
+          return true;
+    }
+    return this->cancelled();
+  }
+
+ private:
+  tagger_type make_tagger() noexcept {
+    if constexpr (tags) return tagger_type{this->out_};
+    else return {};
+  }
+
+  bool start_hook() noexcept {
+    return always([&] { node_.on_start(); });
+  }
+  bool stop_hook() noexcept {
+    return always([&] { node_.on_stop(); });
+  }
+  std::uint64_t take_markers() noexcept { return tag_.take_markers(); }
+
+  /// on_start, on_stop: a failure ends the graph whatever options.on_error says.
+  template <class F>
+  bool always(F&& f) noexcept {
+    try {
+      f();
+      return true;
+    } catch (...) {
+      this->fail(std::current_exception());
+      return false;
+    }
+  }
+
+  /// One element (consume, produce), under options.on_error; false: the
+  /// graph is cancelled, stop now.
+  template <class F>
+  bool element(F&& f, reply_to* reply) noexcept {
+    try {
+      f();
+      return true;
+    } catch (...) {
+      auto e = std::current_exception();
+      if (this->settings_.on_error == stream::failure::skip) {
+        const error err = this->skip(e);
+        if (reply != nullptr) answer_failure(*reply, err);
+        return true;
+      }
+      if (reply != nullptr) answer_failure(*reply, this->describe(e));
+      this->fail(e);
+      return false;
+    }
+  }
+  static void answer_failure(reply_to& r, const error& e) noexcept {
+    try {
+      r.fail(e);
+    } catch (...) {
+      // Out of memory: the requester's timeout must do.
+    }
+  }
+
+  step_result produce() noexcept {
+    if constexpr (is_source) {
+      for (std::size_t i = 0; i < this->batch_; ++i) {
+        bool going = true;
+        if (!element([&] { going = node_.produce(); }, nullptr)) return this->end(false);
+        if (!going) return this->stop(0);
+        if (this->out_.blocked()) return this->blocked(0);
+        if (auto& at = node_access::resume_at(static_cast<stream::emitter<Out>&>(node_)); at != 0)
+          return pause(std::exchange(at, 0));
+      }
+    }
+    return this->more(0);
+  }
+
+  // A paced source is ahead: come back at `t`, but not sooner than
+  // min_pause_ns from now. A source paced faster than one element per pause
+  // thus sends what has come due in bursts (as CAF's timer-driven sources
+  // do) instead of polling the clock through the scheduler between elements,
+  // which kept a worker busy whatever the rate.
+  step_result pause(std::uint64_t t) noexcept {
+    this->batch_done(0);
+    const auto now = stream::now();
+    if (t <= now) return step_result::more;
+    t = std::max(t, now + tuning::min_pause_ns);
+    if (this->dedicated()) {
+      for (std::uint64_t n; !this->cancelled() && (n = stream::now()) < t;)
+        std::this_thread::sleep_for(std::chrono::nanoseconds{std::min<std::uint64_t>(t - n, 1'000'000)});
+      return step_result::more;
+    }
+    // The timer goes first; if it fires before we have let go, the
+    // re-check below sees the time has come and we keep running.
+    this->wake_at(t);
+    if (this->release_unless([t] { return stream::now() >= t; })) return step_result::idle;
+    return step_result::more;
+  }
+
+  /// One input element; false: the graph is cancelled.
+  template <class E = InE>
+    requires(!std::is_void_v<E>)
+  bool take(E& v) noexcept {
+    if constexpr (Tagged) {
+      if (!v.value) {  // an ordered input that produced nothing upstream
+        if constexpr (tags) {
+          ++markers_seen_;
+          tag_.begin(v.reply, v.seq, v.last);
+          tag_.end();
+        }
+        return true;
+      }
+      if constexpr (measures_latency) sample(*v.value);
+      if constexpr (tags) tag_.begin(v.reply, v.seq, v.last);
+      const bool go = element([&] { node_.consume(*v.value); }, &v.reply);
+      if constexpr (tags) end_item();
+      return go;
+    } else {
+      if constexpr (measures_latency) sample(v);
+      return element([&] { node_.consume(v); }, nullptr);
+    }
+  }
+  void end_item() noexcept {
+    try {
+      tag_.end();
+    } catch (...) {
+      this->fail(std::current_exception());  // out of memory while parking
+    }
+  }
+  template <class T>
+  void sample(const T& v) noexcept {
+    if (++sampled_ == sample_every_) {
+      sampled_ = 0;
+      latency_->record(stream::now() - static_cast<std::uint64_t>(v.stamp));
+    }
+  }
+
+  step_result drain() noexcept {
+    if constexpr (!is_source) {
+      std::uint64_t in = 0;
+      auto& inputs = this->inputs_;
+      const std::size_t n = inputs.size();
+      for (;;) {
+        bool any = false;
+        for (std::size_t k = 0; k < n; ++k) {
+          auto& ring = inputs[this->cursor_]->ring;
+          bool failed = false;
+          const auto got = ring.consume(std::min(tuning::drain_chunk, this->batch_ - in), [&](InE& v) noexcept {
+            if (!take(v)) {
+              failed = true;
+              return false;
+            }
+            return !this->out_.blocked();
+          });
+          in += got;
+          if (got != 0) any = true;
+          if (failed) return this->end(false);
+          if (this->out_.blocked()) return this->blocked(in);
+          if (in == this->batch_) return this->more(in);
+          if (++this->cursor_ == n) this->cursor_ = 0;
+        }
+        if (any) continue;
+        if (this->inputs_ended()) return this->stop(in);
+        // Wait a little for more before ending the batch: when producer and
+        // consumer run neck and neck, this keeps the per-batch fences off the
+        // per-element path. Producers sleeping for room are woken first (the
+        // fenced check follows in batch_done if the wait ends empty).
+        // Pooled runners end the activation instead (idle_after), so that the
+        // runners sharing their worker get their turn.
+        if (!this->settings_.dedicated) break;
+        this->out_.publish();
+        if (in != 0)
+          for (auto& c : inputs) c->room_made();
+        if (!this->linger()) break;
+        if (this->cancelled()) return this->end(false);
+      }
+      return this->idle_after(in);
+    }
+    return step_result::more;
+  }
+
+  N node_;
+  tagger_type tag_;
+  std::uint64_t markers_seen_ = 0;
+  std::size_t sample_every_;
+  std::size_t sampled_ = 0;
+  std::unique_ptr<stream::latency_histogram> latency_;
+};
+
+/// An ordered farm's last stage: takes the replicas' outputs in the order of
+/// the farm's input. Each replica's channel holds its outputs in that order,
+/// so the next element due is always at the head of one channel: the stage
+/// looks at the heads and takes from the one whose sequence number is due
+/// (elements without one, emitted outside consume(), go at once). It keeps
+/// no buffer of its own: an element that is not due stays in its channel, and
+/// backpressure holds back the replicas that are ahead.
+template <class Out, bool Tagged, class Next>
+class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next>, tagged<Out>, outlet_for_t<Next>> {
+  using core = runner_core<reorder_runner<Out, Tagged, Next>, tagged<Out>, outlet_for_t<Next>>;
+  friend core;
+
+ public:
+  reorder_runner(graph_state& g, const runner_settings& s) : core{g, "reorder", s} {}
+
+ protected:
+  step_result step(std::size_t) override {
+    if (auto r = this->prologue()) return *r;
+    return drain();
+  }
+
+  // A channel whose head is not due yet is not input: only a new head (after
+  // a pop, which only this stage does) or an element in an empty channel is.
+  bool has_input() const noexcept override {
+    for (auto& c : this->inputs_) {
+      const bool empty = c->ring.empty();
+      if (!empty && c->stuck.load(std::memory_order_relaxed) == 0) return true;
+      if (empty && c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)) return true;
+    }
+    return this->cancelled();
+  }
+
+ private:
+  step_result drain() noexcept {
+    std::uint64_t in = 0;
+    for (;;) {
+      bool any = false;
+      for (auto& c : this->inputs_) {
+        auto& ring = c->ring;
+        bool stuck = false;
+        while (auto* e = ring.front()) {
+          if (e->seq != no_seq && e->seq != expected_) {
+            TROUPE_ASSERT(e->seq > expected_, "an ordered farm's element arrived twice");
+            stuck = true;
+            break;
+          }
+          if (!forward(*e)) return this->end(false);
+          ring.pop();
+          ++in;
+          any = true;
+          if (this->out_.blocked() || in >= this->batch_) break;
+        }
+        c->stuck.store(stuck ? 1 : 0, std::memory_order_relaxed);
+        if (this->out_.blocked()) return this->blocked(in);
+        if (in >= this->batch_) return this->more(in);
+      }
+      if (any) continue;
+      if (this->inputs_ended()) return this->stop(in);
+      if (all_closed() && skip_gap()) continue;
+      break;
+    }
+    return this->idle_after(in);
+  }
+
+  bool forward(tagged<Out>& e) noexcept {
+    if (e.seq != no_seq && e.last) ++expected_;
+    if (!e.value) return true;  // a marker: its item produced nothing
+    try {
+      if constexpr (Tagged) this->out_.send(tagged<Out>{std::move(e.value), std::move(e.reply), no_seq, true});
+      else this->out_.send(std::move(*e.value));
+      return true;
+    } catch (...) {
+      this->fail(std::current_exception());
+      return false;
+    }
+  }
+
+  bool all_closed() const noexcept {
+    for (auto& c : this->inputs_)
+      if (!c->closed.load(std::memory_order_acquire)) return false;
+    return true;
+  }
+  // Every replica has ended and no head is due: an item is missing (only a
+  // cancelled graph loses one). Go on from the earliest head rather than
+  // hold the rest back forever.
+  bool skip_gap() noexcept {
+    std::uint64_t lowest = no_seq;
+    for (auto& c : this->inputs_)
+      if (auto* e = c->ring.front(); e != nullptr && e->seq < lowest) lowest = e->seq;
+    if (lowest == no_seq || lowest == expected_) return false;
+    expected_ = lowest;
+    return true;
+  }
+
+  std::uint64_t expected_ = 0;
+};
+
+}  // namespace troupe::detail

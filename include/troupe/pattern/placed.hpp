@@ -1,0 +1,59 @@
+// placed.hpp: runs part of a pattern somewhere else than the rest.
+//   troupe::placed{troupe::farm{parse{}, 2}, troupe::placement::own_thread("<2> <3>")}
+// Each node of the wrapped pattern gets a thread of its own (pinned to the
+// core groups in turn, if any), or runs on the pool (placement::pool()) in
+// a graph whose other nodes have threads. See runtime/placement.hpp.
+// A bad affinity string is an affinity_error when the placed is made.
+#pragma once
+
+#include <utility>
+
+#include "troupe/pattern/stage.hpp"
+#include "troupe/runtime/placement.hpp"
+#include "troupe/util/affinity.hpp"
+
+namespace troupe {
+
+template <class P>
+class placed {
+  static_assert(stage<P>, "troupe::placed: the pattern to place is neither a stream node nor a pattern");
+
+ public:
+  using in_type = detail::in_type_of<P>;
+  using out_type = detail::out_type_of<P>;
+  using pattern_tag = void;
+  static constexpr bool well_formed = stage<P> && detail::well_formed<P>::value;
+
+  placed(P pattern, troupe::placement where)
+      : p_{std::move(pattern)}, own_{where.own_thread_each()}, cores_{affinity::parse_for_machine(where.cores())} {}
+
+  template <bool Tagged, class Next>
+  auto build(detail::builder& b, const Next& next) const {
+    const auto saved = b.settings;
+    const auto saved_threads = b.threads;
+    b.settings.dedicated = own_;
+    b.settings.cores = cores_;
+    b.threads = 0;
+    auto d = detail::build_stage<Tagged>(b, p_, next);
+    b.settings = saved;
+    b.threads = saved_threads;
+    return d;
+  }
+
+ private:
+  P p_;
+  bool own_;
+  affinity cores_;
+};
+
+template <class P>
+placed(P, troupe::placement) -> placed<P>;
+
+namespace detail {
+template <class P>
+struct splits<placed<P>> : splits<P> {};
+template <class P>
+struct well_formed<placed<P>> : std::bool_constant<placed<P>::well_formed> {};
+}  // namespace detail
+
+}  // namespace troupe

@@ -1,0 +1,66 @@
+// options.hpp: how a stream graph is spawned, how it ends and how it reports.
+//   troupe::spawn_pattern(sys, pattern, {.capacity = 256, .on_error = troupe::stream::failure::skip});
+//
+// Failures. An exception thrown by a node's consume() or a source's produce()
+// is handled the same way wherever the node runs (pool or own thread, in a
+// farm, an ordered farm or a graph that answers actors), as options.on_error
+// says:
+//   failure::cancel (default): the graph stops, queued elements are dropped,
+//     wait() rethrows the exception and completed.error describes it; a graph
+//     with an entry actor ends that actor with the same error, and every item
+//     still awaited by a requester is answered with an error;
+//   failure::skip: the element is dropped and counted (node_metrics::failed,
+//     completed.failed); the requester awaiting it, if any, gets the error;
+//     options.errors_to, if set, receives a stream::element_failed; the graph
+//     goes on.
+// Exceptions from on_start and on_stop always cancel (they are not about an
+// element).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "troupe/actor/actor.hpp"
+#include "troupe/actor/error.hpp"
+#include "troupe/runtime/placement.hpp"
+
+namespace troupe::stream {
+
+/// What a failing element does to its graph (see the top of this header).
+enum class failure {
+  cancel,  ///< stop the graph (default)
+  skip,    ///< drop the element, report it, go on
+};
+
+struct options {
+  std::size_t capacity = 1024;      ///< slots per channel (rounded up to a power of two)
+  std::size_t batch = 512;          ///< elements a node handles per activation
+  troupe::placement placement;      ///< where the nodes run (default: the pool)
+  failure on_error = failure::cancel;
+  actor results_to;                 ///< graphs that answer actors: results of plain sends go here instead of to their sender
+  actor notify;                     ///< receives stream::completed at the end
+  actor errors_to;                  ///< failure::skip: receives a stream::element_failed per dropped element
+  std::string metrics_json;         ///< file the final metrics are written to ("" = none)
+  std::size_t latency_sample = 64;  ///< sinks measure one stamped element in this many
+};
+
+/// Sent to a graph's entry: its input has ended.
+struct end_of_stream {};
+
+/// Sent to options.notify when a graph has finished. `error` is errc::none
+/// when it ended normally (or was cancelled by cancel()); else the failure
+/// that stopped it (errc::unhandled_exception, naming the node).
+struct completed {
+  troupe::error error;
+  std::uint64_t failed = 0;  ///< elements dropped under failure::skip
+};
+
+/// Sent to options.errors_to for each element dropped under failure::skip.
+struct element_failed {
+  std::string node;  ///< the node's name (its kind, or its type)
+  std::size_t replica = 0;
+  troupe::error error;
+};
+
+}  // namespace troupe::stream
