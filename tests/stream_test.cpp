@@ -13,20 +13,13 @@
 #include <thread>
 #include <vector>
 
+#include "placements.hpp"
 #include "troupe/troupe.hpp"
 
 namespace st = troupe::stream;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Emits 0 .. n-1.
-auto counting_source(std::int64_t n) {
-  return st::source([i = std::int64_t{0}, n]() mutable -> std::optional<std::int64_t> {
-    if (i == n) return std::nullopt;
-    return i++;
-  });
-}
 
 // What a sink saw: how often each value arrived.
 struct seen {
@@ -51,26 +44,8 @@ struct seen {
   }
 };
 
-struct placement_case {
-  const char* name;
-  std::size_t workers;
-  troupe::placement where;
-};
-
-class stream_placement : public ::testing::TestWithParam<placement_case> {
- protected:
-  troupe::config cfg() const {
-    troupe::config c;
-    c.workers(GetParam().workers);
-    return c;
-  }
-  st::options opts() const {
-    st::options o;
-    o.placement = GetParam().where;
-    o.capacity = 64;  // small channels: backpressure happens often
-    return o;
-  }
-};
+using stream_placement = troupe_test::placed_test;
+using troupe_test::counting_source;
 
 }  // namespace
 
@@ -388,12 +363,27 @@ TEST_P(stream_placement, a_lone_element_goes_through_an_open_graph) {
   g.wait();
 }
 
-INSTANTIATE_TEST_SUITE_P(placements, stream_placement,
-                         ::testing::Values(placement_case{"pool_1_worker", 1, troupe::placement::pool()},
-                                           placement_case{"pool_2_workers", 2, troupe::placement::pool()},
-                                           placement_case{"pool_4_workers", 4, troupe::placement::pool()},
-                                           placement_case{"threads", 1, troupe::placement::own_thread()}),
-                         [](const auto& info) { return std::string{info.param.name}; });
+TEST_P(stream_placement, every_node_knows_its_replica) {
+  troupe::actor_system sys{cfg()};
+  std::mutex mtx;
+  std::set<std::pair<std::size_t, std::size_t>> seen;
+  struct who : st::node<std::int64_t, void> {
+    std::mutex* mtx;
+    std::set<std::pair<std::size_t, std::size_t>>* seen;
+    void consume(std::int64_t&) {
+      std::lock_guard<std::mutex> guard{*mtx};
+      seen->emplace(replica_index(), replica_count());
+    }
+  };
+  who w;
+  w.mtx = &mtx;
+  w.seen = &seen;
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{counting_source(1'000), troupe::farm{w, 3}}, opts());
+  g.wait();
+  EXPECT_EQ(seen, (std::set<std::pair<std::size_t, std::size_t>>{{0, 3}, {1, 3}, {2, 3}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(placements, stream_placement, troupe_test::every_placement(), troupe_test::placement_name);
 
 // ---------------------------------------------------------------- send_next_if
 

@@ -13,7 +13,7 @@ namespace bench {
 /// waits for its end; the sample's wall time is that span.
 template <class P>
 sample time_graph(troupe::actor_system& sys, P pattern,
-                  troupe::stream::placement where = troupe::stream::placement::pool) {
+                  troupe::placement where = troupe::placement::pool()) {
   troupe::stream::options o;
   o.capacity = 1024;
   o.placement = where;

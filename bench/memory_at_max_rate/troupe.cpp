@@ -56,7 +56,7 @@ bench::sample bench::run_troupe(const params& p) {
   snk.t = &t;
   troupe::stream::options o;
   o.capacity = 1024;
-  o.placement = troupe::stream::placement::pool;
+  o.placement = troupe::placement::pool();
   stopwatch sw;
   src.t0 = std::chrono::steady_clock::now();
   memory_at_max_rate::rss_sampler rss{static_cast<double>(seconds)};

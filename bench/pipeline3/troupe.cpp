@@ -58,7 +58,7 @@ using bench::stream_tuple::forwarder;
 using bench::stream_tuple::sink;
 using bench::stream_tuple::source;
 
-bench::sample run_stream(const bench::params& p, troupe::stream::placement where) {
+bench::sample run_stream(const bench::params& p, troupe::placement where) {
   const auto tuples = p.get("tuples");
   troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
   bench::pipeline3::tally t;
@@ -72,5 +72,5 @@ bench::sample run_stream(const bench::params& p, troupe::stream::placement where
 }
 }  // namespace
 
-bench::sample bench::run_troupe(const params& p) { return run_stream(p, troupe::stream::placement::pool); }
-bench::sample bench::run_troupe_threads(const params& p) { return run_stream(p, troupe::stream::placement::threads); }
+bench::sample bench::run_troupe(const params& p) { return run_stream(p, troupe::placement::pool()); }
+bench::sample bench::run_troupe_threads(const params& p) { return run_stream(p, troupe::placement::own_thread()); }

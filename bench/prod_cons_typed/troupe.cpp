@@ -23,7 +23,7 @@ struct sink : troupe::stream::node<std::int64_t, void> {
   void consume(const std::int64_t& x) { t->add(x); }
 };
 
-bench::sample run_stream(const bench::params& p, troupe::stream::placement where) {
+bench::sample run_stream(const bench::params& p, troupe::placement where) {
   const auto items = p.get("items");
   troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
   bench::prod_cons_typed::tally t;
@@ -38,5 +38,5 @@ bench::sample run_stream(const bench::params& p, troupe::stream::placement where
 
 }  // namespace
 
-bench::sample bench::run_troupe(const params& p) { return run_stream(p, troupe::stream::placement::threads); }
-bench::sample bench::run_troupe_pool(const params& p) { return run_stream(p, troupe::stream::placement::pool); }
+bench::sample bench::run_troupe(const params& p) { return run_stream(p, troupe::placement::own_thread()); }
+bench::sample bench::run_troupe_pool(const params& p) { return run_stream(p, troupe::placement::pool()); }

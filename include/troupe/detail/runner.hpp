@@ -85,10 +85,12 @@ class tagger final : public emit_target<Out> {
     last_ = true;
   }
   std::uint64_t take_markers() noexcept { return std::exchange(markers_, 0); }
+  /// Before on_stop: what it emits goes after every ordered element.
+  void stopping() noexcept { outside_ = at_end; }
 
   void send_routed(Out&& v) override {
     if (reply_ == nullptr) {  // outside consume (on_start, on_stop): no input to tag it with
-      out_->send(tagged<Out>{std::move(v), {}, no_seq, true});
+      out_->send(tagged<Out>{std::move(v), {}, outside_, true});
       return;
     }
     if (held_) send_held(false, reply_to{*reply_});
@@ -98,14 +100,16 @@ class tagger final : public emit_target<Out> {
     if (held_) send_held(false, copy_reply());
     // Not held back: the caller must know now. If it was the input's last
     // output, end() adds the marker that an ordered farm needs.
-    tagged<Out> t{std::move(v), copy_reply(), seq_, false};
+    tagged<Out> t{std::move(v), copy_reply(), reply_ != nullptr ? seq_ : outside_, false};
     if (out_->send_if(t, limit)) return true;
     v = std::move(*t.value);
     return false;
   }
+  /// Punctuations keep their place: after the outputs of the input being
+  /// consumed (or at the start, or at the end).
   void send_all(Out&& v) override {
     if (held_) send_held(false, copy_reply());
-    out_->send_all(tagged<Out>{std::move(v), {}, no_seq, true});
+    out_->send_all(tagged<Out>{std::move(v), {}, reply_ != nullptr ? seq_ : outside_, false});
   }
 
  private:
@@ -120,11 +124,13 @@ class tagger final : public emit_target<Out> {
   reply_to* reply_ = nullptr;
   std::uint64_t seq_ = no_seq;
   bool last_ = true;
+  std::uint64_t outside_ = no_seq;  // the position of outputs outside consume
   std::uint64_t markers_ = 0;
 };
 
 struct no_tagger {
   std::uint64_t take_markers() noexcept { return 0; }
+  void stopping() noexcept {}
 };
 
 /// What node runners and reorder stages share: the outlet, and the steps
@@ -315,6 +321,7 @@ class runner final : public runner_core<runner<N, Tagged, Next>, wire<typename N
     return always([&] { node_.on_start(); });
   }
   bool stop_hook() noexcept {
+    tag_.stopping();
     return always([&] { node_.on_stop(); });
   }
   std::uint64_t take_markers() noexcept { return tag_.take_markers(); }
@@ -487,10 +494,11 @@ class runner final : public runner_core<runner<N, Tagged, Next>, wire<typename N
 /// An ordered farm's last stage: takes the replicas' outputs in the order of
 /// the farm's input. Each replica's channel holds its outputs in that order,
 /// so the next element due is always at the head of one channel: the stage
-/// looks at the heads and takes from the one whose sequence number is due
-/// (elements without one, emitted outside consume(), go at once). It keeps
-/// no buffer of its own: an element that is not due stays in its channel, and
-/// backpressure holds back the replicas that are ahead.
+/// looks at the heads and takes from the one whose sequence number is due.
+/// What replicas emit in on_start goes at once, what they emit in on_stop
+/// after every numbered element. It keeps no buffer of its own: an element
+/// that is not due stays in its channel, and backpressure holds back the
+/// replicas that are ahead.
 template <class Out, bool Tagged, class Next>
 class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next>, tagged<Out>, outlet_for_t<Next>> {
   using core = runner_core<reorder_runner<Out, Tagged, Next>, tagged<Out>, outlet_for_t<Next>>;
@@ -525,7 +533,7 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
         auto& ring = c->ring;
         bool stuck = false;
         while (auto* e = ring.front()) {
-          if (e->seq != no_seq && e->seq != expected_) {
+          if (!due(e->seq)) {
             TROUPE_ASSERT(e->seq > expected_, "an ordered farm's element arrived twice");
             stuck = true;
             break;
@@ -548,8 +556,21 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
     return this->idle_after(in);
   }
 
+  bool due(std::uint64_t seq) noexcept {
+    if (seq == no_seq || seq == expected_) return true;
+    if (seq != at_end) return false;
+    if (ending_) return true;
+    // on_stop's outputs: once every replica has sent all its numbered ones.
+    for (auto& c : this->inputs_) {
+      auto* head = c->ring.front();
+      if (head == nullptr ? !c->closed.load(std::memory_order_acquire) : head->seq != at_end) return false;
+    }
+    ending_ = true;
+    return true;
+  }
+
   bool forward(tagged<Out>& e) noexcept {
-    if (e.seq != no_seq && e.last) ++expected_;
+    if (e.seq < at_end && e.last) ++expected_;
     if (!e.value) return true;  // a marker: its item produced nothing
     try {
       if constexpr (Tagged) this->out_.send(tagged<Out>{std::move(e.value), std::move(e.reply), no_seq, true});
@@ -570,15 +591,16 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
   // cancelled graph loses one). Go on from the earliest head rather than
   // hold the rest back forever.
   bool skip_gap() noexcept {
-    std::uint64_t lowest = no_seq;
+    std::uint64_t lowest = at_end;
     for (auto& c : this->inputs_)
       if (auto* e = c->ring.front(); e != nullptr && e->seq < lowest) lowest = e->seq;
-    if (lowest == no_seq || lowest == expected_) return false;
+    if (lowest == at_end || lowest == expected_) return false;
     expected_ = lowest;
     return true;
   }
 
   std::uint64_t expected_ = 0;
+  bool ending_ = false;  // every numbered element has gone
 };
 
 }  // namespace troupe::detail

@@ -45,13 +45,16 @@ class reply_to {
   actor to_;
 };
 
+/// Outside an ordered farm, or emitted by a replica's on_start: no position.
 inline constexpr std::uint64_t no_seq = ~std::uint64_t{0};
+/// Emitted by a replica's on_stop: after every element with a position.
+inline constexpr std::uint64_t at_end = no_seq - 1;
 
 template <class T>
 struct tagged {
   std::optional<T> value;   ///< empty: a marker (an ordered item that produced no output)
   reply_to reply;
-  std::uint64_t seq = no_seq;  ///< position in an ordered farm's input (no_seq: outside one)
+  std::uint64_t seq = no_seq;  ///< position in an ordered farm's input (or no_seq, at_end)
   bool last = true;            ///< the last output of its input (ordered farms)
 };
 

@@ -54,6 +54,16 @@ struct window_result {
 
 namespace detail {
 
+/// Runs `f` when the scope ends, normally or by an exception: a window whose
+/// function throws is over all the same (its elements are not fired again).
+template <class F>
+struct at_scope_exit {
+  F f;
+  ~at_scope_exit() { f(); }
+};
+template <class F>
+at_scope_exit(F) -> at_scope_exit<F>;
+
 inline void check_window(std::uint64_t size, std::uint64_t slide) {
   if (size == 0) throw std::invalid_argument("window: size must be at least 1");
   if (slide == 0) throw std::invalid_argument("window: slide must be at least 1");
@@ -127,19 +137,12 @@ class count_window_node
     const std::uint64_t i = s.next++;
     if (i < s.window * slide_) return;  // between hopping windows
     s.buf.push(std::move(x));
-    if (i == s.window * slide_ + size_ - 1) {
-      fire(k, s, s.buf.first(s.buf.size()));
-      advance(s);
-    }
+    if (i == s.window * slide_ + size_ - 1) fire(k, s);
   }
 
   void on_stop() {
-    for (auto& [k, s] : keys_) {
-      while (!s.buf.empty()) {
-        fire(k, s, s.buf.first(s.buf.size()));
-        advance(s);
-      }
-    }
+    for (auto& [k, s] : keys_)
+      while (!s.buf.empty()) fire(k, s);
     keys_.clear();
   }
 
@@ -149,7 +152,10 @@ class count_window_node
     std::uint64_t window = 0;  // the oldest window not fired yet
     detail::window_buffer<T> buf;  // elements from position window*slide on
   };
-  void fire(const Key& k, state& s, std::span<const T> w) {
+  // Fires the oldest window with what the key holds, then moves on.
+  void fire(const Key& k, state& s) {
+    detail::at_scope_exit next{[&] { advance(s); }};
+    const auto w = s.buf.first(s.buf.size());
     const std::uint64_t start = s.window * slide_;
     this->send_next(window_result<Key, R>{k, start, start + w.size(), std::invoke(f_, k, w)});
   }
@@ -311,8 +317,11 @@ class time_window_node
     while (from < s.buf.size() && this->time_of(s.buf[from]) < start) ++from;
     std::size_t n = 0;
     while (from + n < s.buf.size() && this->time_of(s.buf[from + n]) < end) ++n;
+    detail::at_scope_exit next{[&] { next_window(s); }};
     if (n != 0)
       this->send_next(detail::time_window_result<T, KeyFn, F>{k, start, end, std::invoke(f_, k, s.buf.range(from, n))});
+  }
+  void next_window(state& s) {
     ++s.window;
     const std::uint64_t next_start = s.window * this->slide_;
     std::size_t old = 0;
