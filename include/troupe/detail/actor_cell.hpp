@@ -1,3 +1,4 @@
+// layer: actor
 // actor_cell.hpp: the part every actor shares, whatever runs it: the mailbox,
 // the reference count, links and monitors, and the exit protocol.
 //

@@ -1,3 +1,4 @@
+// layer: util
 // mpsc_queue.hpp: intrusive, lock-free, unbounded multi-producer single-consumer
 // FIFO (D. Vyukov's node-based design).
 // Use it where many threads hand nodes to one consumer (actor mailboxes).

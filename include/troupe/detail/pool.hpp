@@ -1,3 +1,4 @@
+// layer: util
 // pool.hpp: a small-object allocator for messages and other per-message blocks.
 // Use: pool_allocate/pool_deallocate with the same size, from any threads.
 // Why: on these machines the first touch of a fresh page costs 6-10 us, and

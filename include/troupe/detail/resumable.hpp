@@ -1,3 +1,4 @@
+// layer: runtime
 // resumable.hpp: what the scheduler runs. An actor (or a pattern worker)
 // becomes runnable, is queued once, and its resume() processes up to
 // `throughput` units of work before handing the worker back.

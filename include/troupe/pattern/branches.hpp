@@ -17,17 +17,27 @@
 namespace troupe {
 
 namespace detail {
-/// Branch `Index` (0-based) of a branches{...}.
+template <class B, class In, class Out>
+inline constexpr bool branch_types_ok =
+    !stage<B> || (std::is_same_v<in_type_of<B>, In> && std::is_same_v<out_type_of<B>, Out>);
+template <class B>
+inline constexpr bool branch_takes = !stage<B> || !std::is_void_v<in_type_of<B>>;
+template <class B, class In, class Out>
+inline constexpr bool branch_ok = stage<B> && branch_types_ok<B, In, Out> && branch_takes<B> && well_formed<B>::value;
+
+/// Branch `Index` (0-based) of a branches{...}: the diagnostics (see stage.hpp).
 template <std::size_t Index, class B, class In, class Out>
 struct branch_check {
-  static constexpr bool is_stage = stage<B>;
-  static_assert(is_stage, "troupe::branches: this branch is neither a stream node nor a pattern");
-  static constexpr bool same_types =
-      !is_stage || (std::is_same_v<in_type_of<B>, In> && std::is_same_v<out_type_of<B>, Out>);
-  static_assert(same_types, "troupe::branches: every branch must take and emit the same types as the first");
-  static constexpr bool takes = !is_stage || !std::is_void_v<in_type_of<B>>;
-  static_assert(takes, "troupe::branches: a branch cannot start with a source");
-  static constexpr bool ok = is_stage && same_types && takes && well_formed<B>::value;
+  static_assert(stage<B>, "troupe::branches: this branch is neither a stream node nor a pattern");
+  static_assert(branch_types_ok<B, In, Out>, "troupe::branches: every branch must take and emit the same types as the first");
+  static_assert(branch_takes<B>, "troupe::branches: a branch cannot start with a source");
+};
+template <class Indices, class In, class Out, class... Ps>
+struct branches_checks;
+template <std::size_t... I, class In, class Out, class... Ps>
+struct branches_checks<std::index_sequence<I...>, In, Out, Ps...> {
+  static_assert(((sizeof(branch_check<I, Ps, In, Out>) > 0) && ...));
+  static constexpr bool ok = (branch_ok<Ps, In, Out> && ...);
 };
 }  // namespace detail
 
@@ -40,9 +50,9 @@ class branches {
   using in_type = detail::in_type_of<first>;
   using out_type = detail::out_type_of<first>;
   using pattern_tag = void;
-  static constexpr bool well_formed = []<std::size_t... I>(std::index_sequence<I...>) {
-    return (detail::branch_check<I, Ps, in_type, out_type>::ok && ...);
-  }(std::index_sequence_for<Ps...>{});
+  using checks = detail::branches_checks<std::index_sequence_for<Ps...>, in_type, out_type, Ps...>;
+  static_assert(sizeof(checks) > 0);  // the diagnostics (stage.hpp)
+  static constexpr bool well_formed = checks::ok;
 
   explicit branches(Ps... ps) : ps_{std::move(ps)...} {}
 

@@ -52,36 +52,45 @@ template <class Policy, class T>
 using policy_for_t = typename policy_for<Policy, T>::type;
 
 template <class P, class Policy, bool Ordered>
-struct farm_check {
+struct farm_rules {
   using in = in_type_of<P>;
   static constexpr bool is_stage = stage<P>;
-  static_assert(is_stage,
-                "troupe::farm: the pattern to replicate is neither a stream node nor a pattern; "
-                "wrap a function in troupe::seq{f}");
   static constexpr bool routes = !is_stage || std::is_void_v<in> || broadcasting<Policy> ||
                                  load_aware_route<Policy, in> ||
                                  requires(Policy& p, const in& v) {
                                    { p.pick(v, std::size_t{1}) } -> std::convertible_to<std::size_t>;
                                  };
-  static_assert(routes,
+  static constexpr bool ordered_io =
+      !Ordered || !is_stage || (!std::is_void_v<in> && !std::is_void_v<out_type_of<P>>);
+  static constexpr bool ordered_flat = !Ordered || !is_stage || !splits<P>::value;
+  static constexpr bool ordered_routes = !Ordered || !broadcasting<Policy>;
+  static constexpr bool ok = is_stage && routes && ordered_io && ordered_flat && ordered_routes && well_formed<P>::value;
+};
+
+/// The diagnostics of farm<P, Policy, Ordered> (see stage.hpp).
+template <class P, class Policy, bool Ordered>
+struct farm_check {
+  using rules = farm_rules<P, Policy, Ordered>;
+  static_assert(rules::is_stage,
+                "troupe::farm: the pattern to replicate is neither a stream node nor a pattern; "
+                "wrap a function in troupe::seq{f}");
+  static_assert(rules::routes,
                 "troupe::farm: the policy cannot route the farm's input type: a policy needs "
                 "pick(const In&, std::size_t) (or is broadcast / least_loaded), a key function must "
                 "take const In&");
-  static constexpr bool ordered_ok =
-      !Ordered || !is_stage ||
-      (!splits<P>::value && !std::is_void_v<in> && !std::is_void_v<out_type_of<P>> && !broadcasting<Policy>);
-  static_assert(ordered_ok,
-                "troupe::farm: an ordered farm's replicas must take and emit values, may not hold farms "
-                "or branches (their outputs could not be put back in order), and its policy cannot be "
-                "broadcast");
-  static constexpr bool ok = is_stage && routes && ordered_ok && well_formed<P>::value;
+  static_assert(rules::ordered_io, "troupe::farm: an ordered farm's replicas must take and emit values (no sources, no sinks)");
+  static_assert(rules::ordered_flat,
+                "troupe::farm: an ordered farm's replicas may not hold farms or branches (their outputs could "
+                "not be put back in order); make the inner farm the ordered one, or put it after the ordered farm");
+  static_assert(rules::ordered_routes, "troupe::farm: an ordered farm cannot broadcast (each input has one place in the order)");
 };
 
 }  // namespace detail
 
 template <class P, class Policy = round_robin, bool Ordered = false>
 class farm {
-  static constexpr bool ok = detail::farm_check<P, Policy, Ordered>::ok;
+  static_assert(sizeof(detail::farm_check<P, Policy, Ordered>) > 0);  // the diagnostics (stage.hpp)
+  static constexpr bool ok = detail::farm_rules<P, Policy, Ordered>::ok;
 
  public:
   using in_type = detail::in_type_of<P>;

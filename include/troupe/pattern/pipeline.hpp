@@ -20,7 +20,10 @@ namespace troupe {
 template <class... Ps>
 class pipeline {
   static_assert(sizeof...(Ps) > 0, "troupe::pipeline: a pipeline needs at least one stage");
-  static constexpr bool fits = detail::pipeline_fits<Ps...>(std::index_sequence_for<Ps...>{});
+  using checks =
+      detail::pipeline_checks<std::index_sequence_for<Ps...>, std::make_index_sequence<sizeof...(Ps) - 1>, Ps...>;
+  static_assert(sizeof(checks) > 0);  // the diagnostics (stage.hpp)
+  static constexpr bool fits = checks::ok;
 
  public:
   using in_type = detail::in_type_of<std::tuple_element_t<0, std::tuple<Ps...>>>;

@@ -38,17 +38,17 @@ namespace troupe {
 namespace detail {
 
 template <class P>
+inline constexpr bool has_exit = !stage<P> || !std::is_void_v<in_type_of<P>> || std::is_void_v<out_type_of<P>>;
+
+/// The diagnostics of spawn_pattern (see stage.hpp).
+template <class P>
 struct spawn_check {
-  static constexpr bool is_stage = stage<P>;
-  static_assert(is_stage,
+  static_assert(stage<P>,
                 "troupe::spawn_pattern: the pattern is neither a stream node nor a pattern "
                 "(pipeline, farm, branches, placed, seq, stream::map, ...)");
-  static constexpr bool has_exit =
-      !is_stage || !std::is_void_v<in_type_of<P>> || std::is_void_v<out_type_of<P>>;
-  static_assert(has_exit,
+  static_assert(has_exit<P>,
                 "troupe::spawn_pattern: the pattern starts with a source and its last stage emits values "
                 "that nothing receives: end it with a sink (stream::sink, stream::to_actor(a))");
-  static constexpr bool ok = is_stage && has_exit && well_formed<P>::value;
 };
 
 inline void check_options(const stream::options& o) {
@@ -98,7 +98,8 @@ actor spawn_entry(actor_system& sys, std::shared_ptr<graph_state> st, const Firs
 /// Spawns `pattern` as a stream graph on `sys` (see the top of this header).
 template <class P>
 stream::graph spawn_pattern(actor_system& sys, P pattern, stream::options opts = {}) {
-  constexpr bool ok = detail::spawn_check<P>::ok;
+  static_assert(sizeof(detail::spawn_check<P>) > 0);  // the diagnostics
+  constexpr bool ok = stage<P> && detail::has_exit<P> && detail::well_formed<P>::value;
   if constexpr (!ok) {
     return {};
   } else {

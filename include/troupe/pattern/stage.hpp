@@ -11,6 +11,7 @@
 #include <concepts>
 #include <cstddef>
 #include <type_traits>
+#include <tuple>
 #include <utility>
 
 #include "troupe/detail/build.hpp"
@@ -46,36 +47,41 @@ using in_type_of = typename stage_types<S>::in_type;
 template <class S>
 using out_type_of = typename stage_types<S>::out_type;
 
+// The checks come in pairs: a value (..._ok, used to decide) and a struct
+// whose static_assert is the diagnostic; a pattern's body instantiates the
+// structs (sizeof) so that a broken rule is exactly one compile error, whose
+// instantiation note names the stage, and nothing else fails after it.
+
 /// Stage `Index` (0-based) of a pipeline.
 template <std::size_t Index, class S>
 struct pipeline_stage {
-  static constexpr bool ok = stage<S>;
-  static_assert(ok,
+  static_assert(stage<S>,
                 "troupe::pipeline: this stage is neither a stream node (a class deriving from "
                 "troupe::stream::node<In, Out>, or stream::map/filter/sink/...) nor a pattern "
                 "(pipeline, farm, branches, placed); wrap a function in troupe::seq{f}");
 };
 
+template <class From, class To>
+inline constexpr bool link_ok = !stage<From> || !stage<To> || std::is_same_v<out_type_of<From>, in_type_of<To>>;
+
 /// Stage `Index` emits what stage Index + 1 takes.
 template <std::size_t Index, class From, class To>
 struct pipeline_link {
-  static constexpr bool ok = !stage<From> || !stage<To> || std::is_same_v<out_type_of<From>, in_type_of<To>>;
-  static_assert(ok,
+  static_assert(link_ok<From, To>,
                 "troupe::pipeline: a stage takes another type than the stage before it emits "
                 "(see pipeline_link<Index, From, To>: stage Index+1 must take From::out_type)");
 };
 
-template <class... Ps, std::size_t... I>
-consteval bool pipeline_fits(std::index_sequence<I...>) {
-  using all = std::tuple<Ps...>;
-  bool ok = (pipeline_stage<I, Ps>::ok && ...);
-  if constexpr (sizeof...(Ps) > 1) {
-    ok = [&]<std::size_t... J>(std::index_sequence<J...>) {
-      return (pipeline_link<J, std::tuple_element_t<J, all>, std::tuple_element_t<J + 1, all>>::ok && ...);
-    }(std::make_index_sequence<sizeof...(Ps) - 1>{}) && ok;
-  }
-  return ok;
-}
+template <class Stages, class Links, class... Ps>
+struct pipeline_checks;
+template <std::size_t... I, std::size_t... L, class... Ps>
+struct pipeline_checks<std::index_sequence<I...>, std::index_sequence<L...>, Ps...> {
+  template <std::size_t J>
+  using at = std::tuple_element_t<J, std::tuple<Ps...>>;
+  static constexpr bool ok = (stage<Ps> && ...) && (link_ok<at<L>, at<L + 1>> && ...);
+  static_assert(((sizeof(pipeline_stage<I, Ps>) > 0) && ...));
+  static_assert(((sizeof(pipeline_link<L, at<L>, at<L + 1>>) > 0) && ...));
+};
 
 /// Whether a pattern holds a farm or branches anywhere inside (an ordered
 /// farm cannot: their outputs could not be put back in order).

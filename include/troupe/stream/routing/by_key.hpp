@@ -22,6 +22,7 @@ class by_key {
   explicit by_key(KeyFn key) : key_{std::move(key)} {}
 
   template <class T>
+    requires std::is_invocable_v<const KeyFn&, const T&>
   std::size_t pick(const T& v, std::size_t n) const {
     using key_type = std::remove_cvref_t<std::invoke_result_t<const KeyFn&, const T&>>;
     return std::hash<key_type>{}(std::invoke(key_, v)) % n;
