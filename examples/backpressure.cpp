@@ -14,7 +14,7 @@ int main() {
   constexpr int items = 2000;
   constexpr std::size_t limit = 16;
   std::atomic<std::size_t> longest{0};  // the longest mailbox the consumer saw
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   auto consumer = sys.spawn([&longest, me](troupe::actor_ctx& c) {

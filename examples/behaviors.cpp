@@ -24,7 +24,7 @@ class counter_actor : public troupe::event_actor {  // classes are optional
 
 int main() {
   std::atomic<int> strays{0};
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto calc = sys.spawn([&strays](troupe::actor_ctx& self) {
     self.set_default_handler([&strays](troupe::message& m) {
       ++strays;

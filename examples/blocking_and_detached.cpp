@@ -17,7 +17,7 @@ int main() {
   std::size_t logged = 0;
   bool timed_out = false, other_thread = false;
   {
-    troupe::actor_system sys{troupe::config{}.workers(1)};
+    troupe::actor_system sys{troupe::config{.workers = 1}};
     troupe::scoped_actor self{sys};
     auto me = self.handle();
     auto logger = sys.spawn_blocking([me](troupe::blocking_actor& b) {

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     std::cout << "rejected as expected: " << rejected << '\n';
   }
   troupe::actor_system sys{cfg};
-  std::cout << "workers: " << sys.worker_count() << ", polling: " << troupe::to_string(cfg.polling_strategy())
-            << ", throughput: " << cfg.throughput() << '\n';
+  std::cout << "workers: " << sys.worker_count() << ", polling: " << troupe::to_string(cfg.polling)
+            << ", throughput: " << cfg.throughput << '\n';
   return sys.worker_count() == cfg.effective_workers() && rejected.find("position 7") != std::string::npos ? 0 : 1;
 }

@@ -9,7 +9,7 @@
 
 int main() {
   troupe::actor_system sys;
-  auto acc = troupe::spawn_map_accelerator<int, long>(sys, {.workers = 2});  // .affinity = "<2-3>" pins the team
+  auto acc = troupe::spawn_map_accelerator<int, long>(sys, {.workers = 2});  // .placement = troupe::placement::own_thread("<2-3>") pins the team
 
   troupe::scoped_actor self{sys};
   auto me = self.handle();

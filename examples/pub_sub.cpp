@@ -12,7 +12,7 @@ struct tick {
 
 int main() {
   constexpr int subscribers = 3, ticks = 4;
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto prices = sys.groups().get("prices");
   troupe::scoped_actor self{sys};
   auto me = self.handle();

@@ -10,7 +10,7 @@ using namespace std::chrono_literals;
 struct divide_atom {};
 
 int main() {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   // Returning a tuple replies with several values in one message.
   auto divider = sys.spawn([](troupe::actor_ctx&) {
     return troupe::behavior{[](divide_atom, int a, int b) { return std::tuple{a / b, a % b}; }};

@@ -27,7 +27,7 @@ troupe::behavior supervisor(troupe::actor_ctx& self, troupe::actor report) {
 }
 
 int main() {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto sup = sys.spawn(supervisor, self.handle());
   troupe::actor w, fresh;

@@ -24,7 +24,7 @@ static_assert(!sendable<std::string>);    // not in the interface
 static_assert(!sendable<add_atom, int>);  // wrong arity
 
 int main() {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   calculator calc = sys.spawn(calculator_impl);  // a typed handle
   troupe::scoped_actor self{sys};
   int sum = 0, difference = 0;

@@ -14,7 +14,7 @@ using troupe::event_actor;
 
 namespace {
 
-troupe::config two_workers() { return troupe::config{}.workers(2); }
+troupe::config two_workers() { return troupe::config{.workers = 2}; }
 
 template <class T>
 T ask(troupe::actor_system& sys, const troupe::actor& a, auto... xs) {

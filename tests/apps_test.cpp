@@ -89,7 +89,7 @@ TEST(apps_wc, counts_equal_a_sequential_reference) {
   for (auto& [w, n] : want) n *= 3;  // three passes
   for (std::string par : {"1,1,1,1", "2,2,3,2"}) {
     SCOPED_TRACE(par);
-    troupe::actor_system sys{troupe::config{}.workers(2)};
+    troupe::actor_system sys{troupe::config{.workers = 2}};
     const auto out = write_file("wc_output.txt", "");
     auto c = parse({"--input", path, "--passes", "3", "--parallelism", par, "--output", out});
     auto r = troupe_apps::wc::run(sys, c);
@@ -149,7 +149,7 @@ TEST(apps_fd, outliers_equal_a_sequential_reference) {
   ASSERT_FALSE(want.empty());
   for (std::string par : {"1,1,1", "1,3,2"}) {
     SCOPED_TRACE(par);
-    troupe::actor_system sys{troupe::config{}.workers(2)};
+    troupe::actor_system sys{troupe::config{.workers = 2}};
     std::vector<std::string> v{"prog", "--input", path, "--passes", "1", "--parallelism", par};
     auto a = args(v);
     auto c = troupe_apps::cli::parse(static_cast<int>(a.size()), a.data(), troupe_apps::fd::operators, "",
@@ -201,7 +201,7 @@ TEST(apps_sd, spikes_equal_a_sequential_reference) {
   ASSERT_FALSE(want.empty());
   for (std::string par : {"1,1,1,1", "1,3,2,2"}) {
     SCOPED_TRACE(par);
-    troupe::actor_system sys{troupe::config{}.workers(2)};
+    troupe::actor_system sys{troupe::config{.workers = 2}};
     std::vector<std::string> v{"prog", "--input", path, "--passes", "1", "--parallelism", par, "--window", "50"};
     auto a = args(v);
     auto c = troupe_apps::cli::parse(static_cast<int>(a.size()), a.data(), troupe_apps::sd::operators, "",
@@ -345,7 +345,7 @@ TEST(apps_lr, tolls_and_statistics_equal_a_sequential_reference) {
   for (auto [par, passes] : {std::pair{"1,1,1,1,1,1,1,1,1", 1}, std::pair{"1,2,3,2,2,2,3,2,1", 1},
                              std::pair{"2,1,1,1,1,1,1,1,1", 1}, std::pair{"1,2,2,2,2,2,2,2,1", 2}}) {
     SCOPED_TRACE(std::string{par} + " passes " + std::to_string(passes));
-    troupe::actor_system sys{troupe::config{}.workers(2)};
+    troupe::actor_system sys{troupe::config{.workers = 2}};
     std::vector<std::string> v{"prog", "--input", path, "--passes", std::to_string(passes), "--parallelism", par};
     auto a = args(v);
     auto c = troupe_apps::cli::parse(static_cast<int>(a.size()), a.data(), troupe_apps::lr::operators, "",
@@ -369,7 +369,7 @@ TEST(apps_lr, tolls_and_statistics_equal_a_sequential_reference) {
 }
 
 TEST(apps_lr, bad_input_and_flags_are_reported) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   auto run = [&](std::vector<std::string> v) {
     v.insert(v.begin(), "prog");
     auto a = args(v);

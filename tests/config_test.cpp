@@ -1,4 +1,4 @@
-// config: typed setters, named keys, environment, file; clear errors.
+// config: fields, named keys, environment, file; clear errors.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,21 +8,21 @@
 
 TEST(config, defaults) {
   troupe::config c;
-  EXPECT_EQ(c.workers(), 0u);
+  EXPECT_EQ(c.workers, 0u);
   EXPECT_EQ(c.effective_workers(), troupe::available_cores().size());
-  EXPECT_EQ(c.polling_strategy(), troupe::polling::moderate);
-  EXPECT_GE(c.throughput(), 1u);
+  EXPECT_EQ(c.polling, troupe::polling::moderate);
+  EXPECT_GE(c.throughput, 1u);
 }
 
 TEST(config, set_by_name) {
   troupe::config c;
   c.set("workers", "3").set("polling", "relaxed").set("throughput", "7").set("worker-affinity", "<0>");
   c.set("mailbox-soft-limit", "64");
-  EXPECT_EQ(c.mailbox_soft_limit(), 64u);
-  EXPECT_EQ(c.workers(), 3u);
-  EXPECT_EQ(c.polling_strategy(), troupe::polling::relaxed);
-  EXPECT_EQ(c.throughput(), 7u);
-  EXPECT_EQ(c.worker_affinity(), "<0>");
+  EXPECT_EQ(c.mailbox_soft_limit, 64u);
+  EXPECT_EQ(c.workers, 3u);
+  EXPECT_EQ(c.polling, troupe::polling::relaxed);
+  EXPECT_EQ(c.throughput, 7u);
+  EXPECT_EQ(c.worker_affinity, "<0>");
 }
 
 TEST(config, bad_values_name_key_value_and_problem) {
@@ -47,8 +47,21 @@ TEST(config, bad_values_name_key_value_and_problem) {
   expect_error("colour", "blue", "unknown key");
 }
 
-TEST(config, throughput_zero_rejected_by_setter) {
-  EXPECT_THROW(troupe::config{}.throughput(0), troupe::config_error);
+TEST(config, fields_out_of_range_are_rejected_when_the_system_is_made) {
+  auto expect_error = [](troupe::config c, const char* key) {
+    try {
+      troupe::actor_system sys{c};
+      ADD_FAILURE() << key << " accepted";
+    } catch (const troupe::config_error& e) {
+      EXPECT_EQ(e.key(), key) << e.what();
+    }
+  };
+  expect_error(troupe::config{.throughput = 0}, "throughput");
+  expect_error(troupe::config{.mailbox_soft_limit = 0}, "mailbox-soft-limit");
+  expect_error(troupe::config{.workers = 100'000}, "workers");
+  expect_error(troupe::config{.worker_affinity = "<0-"}, "worker-affinity");
+  expect_error(troupe::config{.detached_affinity = "<x>"}, "detached-affinity");
+  EXPECT_NO_THROW(troupe::config{.workers = 1}.validate());
 }
 
 TEST(config, from_environment) {
@@ -58,8 +71,8 @@ TEST(config, from_environment) {
   c.load_env();
   unsetenv("TROUPE_WORKERS");
   unsetenv("TROUPE_POLLING");
-  EXPECT_EQ(c.workers(), 2u);
-  EXPECT_EQ(c.polling_strategy(), troupe::polling::aggressive);
+  EXPECT_EQ(c.workers, 2u);
+  EXPECT_EQ(c.polling, troupe::polling::aggressive);
 }
 
 TEST(config, from_file_with_line_numbers_in_errors) {
@@ -70,8 +83,8 @@ TEST(config, from_file_with_line_numbers_in_errors) {
   }
   troupe::config c;
   c.load_file(path);
-  EXPECT_EQ(c.workers(), 2u);
-  EXPECT_EQ(c.throughput(), 50u);
+  EXPECT_EQ(c.workers, 2u);
+  EXPECT_EQ(c.throughput, 50u);
   {
     std::ofstream out{path};
     out << "workers = 2\npolling = sometimes\n";

@@ -134,7 +134,7 @@ class failing_stage : public ::testing::TestWithParam<failure_case> {};
 
 TEST_P(failing_stage, every_stage_kind_fails_the_same_way) {
   const auto& param = GetParam();
-  troupe::actor_system sys{troupe::config{}.workers(param.where.workers)};
+  troupe::actor_system sys{troupe::config{.workers = param.where.workers}};
   troupe::scoped_actor self{sys};
   for (auto& kind : stage_kinds()) {
     SCOPED_TRACE(kind.name);
@@ -186,7 +186,7 @@ TEST_P(failing_stage, every_stage_kind_fails_the_same_way) {
 }
 
 TEST(failing_stage, an_ordered_farm_under_skip_keeps_the_order_of_what_is_left) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::vector<std::int64_t> got;
   auto g = troupe::spawn_pattern(
       sys,
@@ -199,7 +199,7 @@ TEST(failing_stage, an_ordered_farm_under_skip_keeps_the_order_of_what_is_left) 
 }
 
 TEST(failing_stage, an_actor_asked_by_a_stage_answering_an_error_fails_the_element) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto checker = sys.spawn([](troupe::event_actor& self) {
     return troupe::behavior{[&self](std::int64_t x) {
       auto rp = self.make_response_promise();
@@ -224,7 +224,7 @@ TEST(failing_stage, an_actor_asked_by_a_stage_answering_an_error_fails_the_eleme
 }
 
 TEST(failing_stage, a_posted_task_that_throws_is_counted) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::atomic<int> ran{0};
   troupe::post(sys, [&] {
     ++ran;

@@ -14,7 +14,7 @@ struct joined_atom {};
 }
 
 TEST(group, every_subscriber_gets_every_message) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto g = sys.groups().get("news");
   EXPECT_EQ(sys.groups().get("news"), g);
   troupe::scoped_actor self{sys};
@@ -41,7 +41,7 @@ TEST(group, every_subscriber_gets_every_message) {
 }
 
 TEST(registry, put_get_erase) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   auto a = sys.spawn([](event_actor&) { return behavior{[](int x) { return x + 1; }}; });
   sys.registry().put("adder", a);
   EXPECT_EQ(sys.registry().get("adder"), a);
@@ -55,7 +55,7 @@ TEST(registry, put_get_erase) {
 }
 
 TEST(timer, delayed_send_arrives_after_the_delay) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::scoped_actor self{sys};
   auto t0 = std::chrono::steady_clock::now();
   sys.delayed_send(self.handle(), 30ms, 5);
@@ -66,7 +66,7 @@ TEST(timer, delayed_send_arrives_after_the_delay) {
 }
 
 TEST(timer, actor_delayed_self_send_ticks) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   sys.spawn([me](event_actor& self) {
@@ -86,7 +86,7 @@ TEST(timer, actor_delayed_self_send_ticks) {
 }
 
 TEST(timer, pending_timers_at_shutdown_are_counted_not_lost_silently) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   auto a = sys.spawn([](event_actor&) { return behavior{[](int) {}}; });
   sys.delayed_send(a, 1h, 1);
   sys.shutdown();

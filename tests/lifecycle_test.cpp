@@ -26,7 +26,7 @@ troupe::actor failing_actor(troupe::actor_system& sys) {
 }  // namespace
 
 TEST(lifecycle, monitor_reports_the_exit_reason) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto a = failing_actor(sys);
   self->monitor(a);
@@ -43,7 +43,7 @@ TEST(lifecycle, monitor_reports_the_exit_reason) {
 }
 
 TEST(lifecycle, exception_ends_only_that_actor) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto bad = failing_actor(sys);
   auto good = failing_actor(sys);
   sys.send(bad, fail_atom{});
@@ -54,7 +54,7 @@ TEST(lifecycle, exception_ends_only_that_actor) {
 }
 
 TEST(lifecycle, link_shares_fate_on_error) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto a = failing_actor(sys);
   auto b = sys.spawn([](event_actor& self, troupe::actor a) {
@@ -73,7 +73,7 @@ TEST(lifecycle, link_shares_fate_on_error) {
 }
 
 TEST(lifecycle, normal_exit_does_not_end_linked_actors) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto a = failing_actor(sys);
   auto b = sys.spawn([](event_actor& self, troupe::actor a) {
@@ -90,7 +90,7 @@ TEST(lifecycle, normal_exit_does_not_end_linked_actors) {
 }
 
 TEST(lifecycle, exit_handler_traps_linked_exits) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   auto a = failing_actor(sys);
@@ -110,7 +110,7 @@ TEST(lifecycle, exit_handler_traps_linked_exits) {
 }
 
 TEST(lifecycle, monitoring_an_ended_actor_reports_at_once) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto a = failing_actor(sys);
   self->monitor(a);
@@ -122,7 +122,7 @@ TEST(lifecycle, monitoring_an_ended_actor_reports_at_once) {
 }
 
 TEST(lifecycle, unreachable_actor_ends_and_tells_its_monitor) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   {
@@ -135,7 +135,7 @@ TEST(lifecycle, unreachable_actor_ends_and_tells_its_monitor) {
 }
 
 TEST(lifecycle, detached_actor_runs_on_its_own_thread) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   auto a = sys.spawn_detached([](event_actor&) {
     return behavior{[](troupe::get_atom) { return std::hash<std::thread::id>{}(std::this_thread::get_id()); }};
   });
@@ -151,7 +151,7 @@ TEST(lifecycle, detached_actor_runs_on_its_own_thread) {
 }
 
 TEST(lifecycle, blocking_actor_receives_with_timeout) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::atomic<int> timeouts{0}, values{0};
   auto b = sys.spawn_blocking([&](troupe::blocking_actor& self) {
     if (!self.receive_for(10ms, [](int) {})) ++timeouts;
@@ -172,7 +172,7 @@ TEST(lifecycle, blocking_actor_receives_with_timeout) {
 }
 
 TEST(lifecycle, blocking_receive_keeps_unmatched_messages_in_order) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   sys.send(me, std::string{"a"});
@@ -190,7 +190,7 @@ TEST(lifecycle, blocking_receive_keeps_unmatched_messages_in_order) {
 TEST(lifecycle, shutdown_handles_every_queued_message_first) {
   std::atomic<long> sum{0};
   {
-    troupe::actor_system sys{troupe::config{}.workers(2)};
+    troupe::actor_system sys{troupe::config{.workers = 2}};
     auto a = sys.spawn([&sum](event_actor&) {
       return behavior{[&sum](long x) {
         std::this_thread::sleep_for(std::chrono::microseconds(10));
@@ -203,7 +203,7 @@ TEST(lifecycle, shutdown_handles_every_queued_message_first) {
 }
 
 TEST(lifecycle, shutdown_stops_idle_actors_in_a_cycle) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto a = sys.spawn([](event_actor&) { return behavior{[](int) {}}; });
   auto b = sys.spawn([](event_actor& self, troupe::actor a) {
@@ -222,7 +222,7 @@ TEST(lifecycle, shutdown_stops_idle_actors_in_a_cycle) {
 TEST(lifecycle, shutdown_stops_blocking_actors_waiting_in_receive) {
   std::atomic<bool> ended{false};
   {
-    troupe::actor_system sys{troupe::config{}.workers(1)};
+    troupe::actor_system sys{troupe::config{.workers = 1}};
     sys.spawn_blocking([&ended](troupe::blocking_actor& self) {
       try {
         self.receive([](int) {});
@@ -236,7 +236,7 @@ TEST(lifecycle, shutdown_stops_blocking_actors_waiting_in_receive) {
 }
 
 TEST(lifecycle, send_to_ended_actor_is_a_counted_dead_letter) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto a = failing_actor(sys);
   self->monitor(a);
@@ -249,7 +249,7 @@ TEST(lifecycle, send_to_ended_actor_is_a_counted_dead_letter) {
 }
 
 TEST(lifecycle, system_shutdown_twice_is_harmless) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   sys.spawn([](event_actor&) { return behavior{[](int) {}}; });
   sys.shutdown();
   sys.shutdown();
@@ -257,7 +257,7 @@ TEST(lifecycle, system_shutdown_twice_is_harmless) {
 }
 
 TEST(lifecycle, answered_request_leaves_no_dead_letter_behind) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto server = sys.spawn([](event_actor&) { return behavior{[](int x) { return x; }}; });
   auto client = sys.spawn([](event_actor& self, troupe::actor server) {
@@ -270,7 +270,7 @@ TEST(lifecycle, answered_request_leaves_no_dead_letter_behind) {
 }
 
 TEST(lifecycle, send_to_an_empty_handle_is_counted) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   sys.send(troupe::actor{}, 1);
   EXPECT_EQ(sys.dead_letters(), 1u);
 }

@@ -49,7 +49,7 @@ TEST(mailbox, mpsc_queue_keeps_per_producer_order_under_contention) {
 }
 
 TEST(mailbox, length_is_visible_to_senders_and_send_if_respects_the_limit) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   std::atomic<bool> release{false};
   auto slow = sys.spawn([&release](event_actor&) {
     return behavior{[&release](hold_atom) {
@@ -73,7 +73,7 @@ TEST(mailbox, length_is_visible_to_senders_and_send_if_respects_the_limit) {
 }
 
 TEST(mailbox, urgent_messages_overtake_normal_ones) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   std::atomic<bool> go{false};
@@ -94,7 +94,7 @@ TEST(mailbox, urgent_messages_overtake_normal_ones) {
 }
 
 TEST(mailbox, send_if_to_ended_actor_reports_false) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::scoped_actor self{sys};
   auto a = sys.spawn([](event_actor& self) { return behavior{[&self](int) { self.quit(); }}; });
   self->monitor(a);

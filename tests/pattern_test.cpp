@@ -54,7 +54,7 @@ std::vector<int> random_ints(std::size_t n, unsigned seed) {
 }  // namespace
 
 TEST(task_group, runs_every_task_and_waits) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::vector<int> hits(1000, 0);
   {
     troupe::task_group g{sys};
@@ -65,7 +65,7 @@ TEST(task_group, runs_every_task_and_waits) {
 }
 
 TEST(task_group, rethrows_the_first_exception_and_finishes_the_others) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::atomic<int> done{0};
   troupe::task_group g{sys};
   for (int i = 0; i < 100; ++i)
@@ -82,14 +82,14 @@ TEST(task_group, rethrows_the_first_exception_and_finishes_the_others) {
 
 TEST(divide_and_conquer, fibonacci_matches_the_sequential_result) {
   for (std::size_t workers : {1u, 2u}) {
-    troupe::actor_system sys{troupe::config{}.workers(workers)};
+    troupe::actor_system sys{troupe::config{.workers = workers}};
     EXPECT_EQ(troupe::divide_and_conquer(sys, 27, fib_spec(15)), fib_seq(27));
     EXPECT_EQ(troupe::divide_and_conquer(sys, 20, fib_spec(0)), fib_seq(20));  // no cut-off: a task per node
   }
 }
 
 TEST(divide_and_conquer, merge_sort_sorts_like_std_sort) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto v = random_ints(200'000, 7);
   auto expected = v;
   std::sort(expected.begin(), expected.end());
@@ -98,7 +98,7 @@ TEST(divide_and_conquer, merge_sort_sorts_like_std_sort) {
 }
 
 TEST(divide_and_conquer, runs_inside_an_actor_whose_worker_helps) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};  // one worker: the actor's own
+  troupe::actor_system sys{troupe::config{.workers = 1}};  // one worker: the actor's own
   auto a = sys.spawn([&sys](troupe::event_actor&) {
     return troupe::behavior{[&sys](int n) { return troupe::divide_and_conquer(sys, n, fib_spec(10)); }};
   });
@@ -109,7 +109,7 @@ TEST(divide_and_conquer, runs_inside_an_actor_whose_worker_helps) {
 }
 
 TEST(divide_and_conquer, exception_in_a_piece_reaches_the_caller) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto spec = troupe::dac{.is_base = [](const int& n) { return n < 2; },
                           .solve =
                               [](int n) -> int {
@@ -122,7 +122,7 @@ TEST(divide_and_conquer, exception_in_a_piece_reaches_the_caller) {
 }
 
 TEST(map, static_and_dynamic_partitions_equal_the_sequential_map) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto in = random_ints(100'003, 3);
   std::vector<long> expected(in.size());
   std::transform(in.begin(), in.end(), expected.begin(), [](int x) { return static_cast<long>(x) * 3 + 1; });
@@ -134,7 +134,7 @@ TEST(map, static_and_dynamic_partitions_equal_the_sequential_map) {
 }
 
 TEST(map, exception_reaches_the_caller) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::vector<int> in(10'000, 1);
   in[7777] = -1;
   auto f = [](int x) {
@@ -146,7 +146,7 @@ TEST(map, exception_reaches_the_caller) {
 }
 
 TEST(map, many_actors_use_map_concurrently) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   constexpr int actors = 20;
@@ -167,7 +167,7 @@ TEST(map, many_actors_use_map_concurrently) {
 }
 
 TEST(map_accelerator, hundred_actors_request_concurrently_and_each_gets_its_own_answer) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto acc = troupe::spawn_map_accelerator<int, long>(sys, {.workers = 2});
   troupe::scoped_actor self{sys};
   auto me = self.handle();
@@ -197,7 +197,7 @@ TEST(map_accelerator, hundred_actors_request_concurrently_and_each_gets_its_own_
 }
 
 TEST(map_accelerator, exception_in_the_function_is_an_error_reply) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   auto acc = troupe::spawn_map_accelerator<int, int>(sys, {.workers = 1});
   troupe::scoped_actor self{sys};
   std::function<int(const int&)> f = [](const int& x) -> int {
@@ -214,9 +214,11 @@ TEST(map_accelerator, exception_in_the_function_is_an_error_reply) {
 TEST(map_accelerator, team_threads_run_on_their_own_cores) {
   auto cores = troupe::available_cores();
   auto team_core = cores.back();
-  troupe::actor_system sys{troupe::config{}.workers(1).worker_affinity("<" + std::to_string(cores.front()) + ">")};
+  troupe::actor_system sys{troupe::config{.workers = 1, .worker_affinity = "<" + std::to_string(cores.front()) + ">"}};
   auto acc = troupe::spawn_map_accelerator<int, int>(
-      sys, {.workers = 2, .affinity = "<" + std::to_string(team_core) + ">", .part = troupe::partition::dynamic(1)});
+      sys, {.workers = 2,
+            .placement = troupe::placement::own_thread("<" + std::to_string(team_core) + ">"),
+            .part = troupe::partition::dynamic(1)});
   troupe::scoped_actor self{sys};
   std::function<int(const int&)> where = [](const int&) { return sched_getcpu(); };
   std::vector<int> cpus;
@@ -226,15 +228,26 @@ TEST(map_accelerator, team_threads_run_on_their_own_cores) {
   for (int c : cpus) EXPECT_EQ(c, team_core);
 }
 
+TEST(map_accelerator, on_the_pool_it_maps_on_the_callers_workers) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto acc = troupe::spawn_map_accelerator<int, int>(sys, {.placement = troupe::placement::pool()});
+  troupe::scoped_actor self{sys};
+  std::function<int(const int&)> twice = [](const int& x) { return 2 * x; };
+  std::vector<int> out;
+  self->request(acc, 10s, std::move(twice), std::vector<int>{1, 2, 3})
+      .receive([&](std::vector<int>& v) { out = v; }, [](troupe::error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(out, (std::vector<int>{2, 4, 6}));
+}
+
 TEST(map_accelerator, bad_affinity_is_rejected_at_spawn) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
-  EXPECT_THROW((troupe::spawn_map_accelerator<int, int>(sys, {.workers = 1, .affinity = "<0-"})), troupe::config_error);
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  EXPECT_THROW((troupe::spawn_map_accelerator<int, int>(sys, {.workers = 1, .placement = troupe::placement::own_thread("<0-")})), troupe::config_error);
 }
 
 TEST(task_group, posted_tasks_run_before_the_system_shuts_down) {
   std::atomic<int> ran{0};
   {
-    troupe::actor_system sys{troupe::config{}.workers(2)};
+    troupe::actor_system sys{troupe::config{.workers = 2}};
     for (int i = 0; i < 1000; ++i) troupe::post(sys, [&ran] { ++ran; });
   }
   EXPECT_EQ(ran.load(), 1000);

@@ -47,7 +47,7 @@ struct key_recorder {
 }  // namespace
 
 TEST(pipeline, three_stages_answer_the_requester) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto p = troupe::spawn_pattern(sys, troupe::pipeline{troupe::seq{[](int x) { return x + 1; }},
                                                        troupe::seq{[](int x) { return x * 10; }},
                                                        troupe::seq{[](int x) { return std::to_string(x); }}});
@@ -66,7 +66,7 @@ TEST(pipeline, stage_concepts_tell_stages_apart) {
 }
 
 TEST(farm, round_robin_farm_answers_every_request) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto p = troupe::spawn_pattern(sys, troupe::farm{troupe::seq{[](int x) { return x * x; }}, 4});
   troupe::scoped_actor self{sys};
   constexpr int n = 2000;
@@ -77,7 +77,7 @@ TEST(farm, round_robin_farm_answers_every_request) {
 }
 
 TEST(farm, every_policy_delivers_every_item_exactly_once) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto collect = [&](const troupe::actor& p, int n) {
     for (int i = 0; i < n; ++i) self->send(p, i);
@@ -100,7 +100,7 @@ TEST(farm, every_policy_delivers_every_item_exactly_once) {
 }
 
 TEST(farm, broadcast_gives_every_replica_a_copy) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto p = troupe::spawn_pattern(sys, troupe::farm{troupe::seq{[](int x) { return x; }}, 4, troupe::broadcast{}},
                                  {.results_to = self.handle()});
@@ -111,7 +111,7 @@ TEST(farm, broadcast_gives_every_replica_a_copy) {
 }
 
 TEST(farm, by_key_keeps_every_key_on_one_replica) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   key_recorder rec{std::make_shared<std::mutex>(), std::make_shared<std::map<int, std::set<int>>>(),
                    std::make_shared<std::atomic<int>>(0)};
@@ -127,7 +127,7 @@ TEST(farm, by_key_keeps_every_key_on_one_replica) {
 }
 
 TEST(farm, ordered_farm_keeps_input_order_under_random_delays) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto slow = troupe::seq{[](int x) {
     thread_local std::mt19937 rng{std::random_device{}()};
@@ -144,7 +144,7 @@ TEST(farm, ordered_farm_keeps_input_order_under_random_delays) {
 }
 
 TEST(farm, exception_in_a_worker_reaches_the_requester_and_the_farm_goes_on) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto p = troupe::spawn_pattern(sys,
                                  troupe::farm{troupe::seq{[](int x) {
                                                 if (x == 13) throw std::runtime_error("unlucky");
@@ -161,7 +161,7 @@ TEST(farm, exception_in_a_worker_reaches_the_requester_and_the_farm_goes_on) {
 }
 
 TEST(pipeline, farm_into_farm_has_no_router_in_between) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto before = sys.live_actors();
   auto p = troupe::spawn_pattern(sys, troupe::pipeline{troupe::farm{troupe::seq{[](int x) { return x + 1; }}, 4},
                                                        troupe::farm{troupe::seq{[](int x) { return x * 2; }}, 3}});
@@ -178,7 +178,7 @@ TEST(pipeline, farm_into_farm_has_no_router_in_between) {
 }
 
 TEST(pipeline, nesting_farm_of_pipelines_and_map_stage) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto inner = troupe::pipeline{troupe::seq{[](std::vector<int> v) { return v; }},
                                 troupe::map_stage{[](int x) { return x * 3; }},
                                 troupe::seq{[](std::vector<int> v) {
@@ -193,7 +193,7 @@ TEST(pipeline, nesting_farm_of_pipelines_and_map_stage) {
 }
 
 TEST(spawn_pattern, plain_send_result_goes_to_the_sender) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto p = troupe::spawn_pattern(sys, troupe::seq{[](int x) { return x + 100; }});
   troupe::scoped_actor self{sys};
   self->send(p, 1);
@@ -203,7 +203,7 @@ TEST(spawn_pattern, plain_send_result_goes_to_the_sender) {
 }
 
 TEST(pipeline, an_existing_actor_as_a_stage) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto formatter = sys.spawn([](troupe::event_actor&) {
     return troupe::behavior{[](int x) -> std::string {
       if (x < 0) throw std::invalid_argument("negative");

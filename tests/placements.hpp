@@ -21,11 +21,7 @@ struct placement_case {
 
 class placed_test : public ::testing::TestWithParam<placement_case> {
  protected:
-  troupe::config cfg() const {
-    troupe::config c;
-    c.workers(GetParam().workers);
-    return c;
-  }
+  troupe::config cfg() const { return troupe::config{.workers = GetParam().workers}; }
   troupe::stream::options opts() const {
     troupe::stream::options o;
     o.placement = GetParam().where;

@@ -20,7 +20,7 @@ struct boom_atom {};
 }  // namespace
 
 TEST(request, then_receives_the_value_inside_an_actor) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto server = sys.spawn([](event_actor&) { return behavior{[](int x) { return x + 1; }}; });
   std::promise<int> result;
   sys.spawn([&result](event_actor& self, troupe::actor server) {
@@ -31,7 +31,7 @@ TEST(request, then_receives_the_value_inside_an_actor) {
 }
 
 TEST(request, timeout_reaches_the_error_handler) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto silent = sys.spawn([](event_actor& self) {
     // answers never: keeps its promises until it ends
     return behavior{[&self, kept = std::vector<troupe::response_promise>{}](never_atom) mutable {
@@ -47,7 +47,7 @@ TEST(request, timeout_reaches_the_error_handler) {
 }
 
 TEST(request, exception_in_handler_travels_back_as_error_and_ends_the_server) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto server = sys.spawn([](event_actor&) {
     return behavior{[](boom_atom) -> int { throw std::runtime_error("kaputt"); }};
   });
@@ -62,7 +62,7 @@ TEST(request, exception_in_handler_travels_back_as_error_and_ends_the_server) {
 }
 
 TEST(request, response_promise_answers_later) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto worker = sys.spawn([](event_actor&) { return behavior{[](int x) { return x * 10; }}; });
   auto front = sys.spawn([](event_actor& self, troupe::actor worker) {
     return behavior{[&self, worker](int x) {
@@ -78,7 +78,7 @@ TEST(request, response_promise_answers_later) {
 }
 
 TEST(request, dropped_promise_answers_with_an_error) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto a = sys.spawn([](event_actor& self) {
     return behavior{[&self](int) { auto rp = self.make_response_promise(); }};
   });
@@ -89,7 +89,7 @@ TEST(request, dropped_promise_answers_with_an_error) {
 }
 
 TEST(request, void_handler_answers_with_an_empty_message) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::atomic<int> seen{0};
   auto a = sys.spawn([&seen](event_actor&) { return behavior{[&seen](int x) { seen = x; }}; });
   troupe::scoped_actor self{sys};
@@ -100,7 +100,7 @@ TEST(request, void_handler_answers_with_an_empty_message) {
 }
 
 TEST(request, blocking_request_times_out) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto a = sys.spawn([](event_actor& self) {
     return behavior{[&self, kept = std::vector<troupe::response_promise>{}](slow_atom) mutable {
       kept.push_back(self.make_response_promise());
@@ -113,7 +113,7 @@ TEST(request, blocking_request_times_out) {
 }
 
 TEST(request, wrong_response_type_is_an_error_not_a_crash) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto a = sys.spawn([](event_actor&) { return behavior{[](int x) { return std::to_string(x); }}; });
   troupe::scoped_actor self{sys};
   error got;
@@ -122,7 +122,7 @@ TEST(request, wrong_response_type_is_an_error_not_a_crash) {
 }
 
 TEST(request, request_to_an_ended_actor_fails_fast) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto a = sys.spawn([](event_actor& self) { return behavior{[&self](int) { self.quit(); }}; });
   troupe::scoped_actor self{sys};
   self->monitor(a);
@@ -134,7 +134,7 @@ TEST(request, request_to_an_ended_actor_fails_fast) {
 }
 
 TEST(request, without_error_handler_a_failed_request_ends_the_requester) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto bad = sys.spawn([](event_actor&) { return behavior{[](int) -> int { throw std::runtime_error("x"); }}; });
   troupe::scoped_actor self{sys};
   auto client = sys.spawn([](event_actor& self, troupe::actor bad) {

@@ -52,7 +52,7 @@ class polling_strategy : public ::testing::TestWithParam<troupe::polling> {};
 
 TEST_P(polling_strategy, every_strategy_and_throughput_completes_the_work) {
   for (std::size_t tp : {1u, 4u, 100u})
-    EXPECT_EQ(self_send_total(troupe::config{}.workers(2).polling_strategy(GetParam()).throughput(tp)), 10);
+    EXPECT_EQ(self_send_total(troupe::config{.workers = 2, .polling = GetParam(), .throughput = tp}), 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(scheduler, polling_strategy,
@@ -60,7 +60,7 @@ INSTANTIATE_TEST_SUITE_P(scheduler, polling_strategy,
                                            troupe::polling::relaxed));
 
 TEST(scheduler, uses_the_configured_number_of_workers) {
-  troupe::actor_system sys{troupe::config{}.workers(3)};
+  troupe::actor_system sys{troupe::config{.workers = 3}};
   EXPECT_EQ(sys.worker_count(), 3u);
   // three actors that block together can only all run if there are 3 workers
   std::atomic<int> arrived{0};
@@ -85,7 +85,7 @@ TEST(scheduler, worker_affinity_pins_workers) {
   auto cores = troupe::available_cores();
   ASSERT_FALSE(cores.empty());
   auto core = cores.back();
-  troupe::actor_system sys{troupe::config{}.workers(2).worker_affinity("<" + std::to_string(core) + ">")};
+  troupe::actor_system sys{troupe::config{.workers = 2, .worker_affinity = "<" + std::to_string(core) + ">"}};
   auto a = sys.spawn([](event_actor&) { return behavior{[](go_atom) { return sched_getcpu(); }}; });
   troupe::scoped_actor self{sys};
   for (int i = 0; i < 20; ++i)
@@ -96,7 +96,7 @@ TEST(scheduler, worker_affinity_pins_workers) {
 TEST(scheduler, detached_and_blocking_affinity_pin_their_threads) {
   auto core = troupe::available_cores().front();
   auto aff = "<" + std::to_string(core) + ">";
-  troupe::actor_system sys{troupe::config{}.workers(1).detached_affinity(aff).blocking_affinity(aff)};
+  troupe::actor_system sys{troupe::config{.workers = 1, .detached_affinity = aff, .blocking_affinity = aff}};
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   auto d = sys.spawn_detached([](event_actor&) { return behavior{[](go_atom) { return sched_getcpu(); }}; });
@@ -107,18 +107,18 @@ TEST(scheduler, detached_and_blocking_affinity_pin_their_threads) {
 
 TEST(scheduler, bad_affinity_is_rejected_with_position) {
   try {
-    troupe::config{}.worker_affinity("<0> <1-x>");
+    troupe::actor_system sys{troupe::config{.worker_affinity = "<0> <1-x>"}};
     FAIL() << "accepted a malformed affinity string";
   } catch (const troupe::config_error& e) {
     EXPECT_EQ(e.key(), "worker-affinity");
     EXPECT_NE(std::string{e.what()}.find("position 7"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(troupe::config{}.worker_affinity("<4096>"), troupe::config_error);
+  EXPECT_THROW(troupe::actor_system{troupe::config{.worker_affinity = "<4096>"}}, troupe::config_error);
 }
 
 TEST(scheduler, idle_system_sleeps_in_moderate_and_relaxed_polling) {
   for (auto p : {troupe::polling::moderate, troupe::polling::relaxed}) {
-    troupe::actor_system sys{troupe::config{}.workers(2).polling_strategy(p)};
+    troupe::actor_system sys{troupe::config{.workers = 2, .polling = p}};
     auto a = sys.spawn([](event_actor&) { return behavior{[](int x) { return x; }}; });
     {
       troupe::scoped_actor self{sys};

@@ -408,7 +408,7 @@ struct trying_source : st::node<void, std::int64_t> {
 }  // namespace
 
 TEST(stream_send_next_if, sends_only_below_the_limit_and_tries_every_round_robin_replica) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   for (std::size_t replicas : {1u, 3u}) {
     trying_source src;
     src.limit = 4;
@@ -430,7 +430,7 @@ TEST(stream_send_next_if, sends_only_below_the_limit_and_tries_every_round_robin
 }
 
 TEST(stream_send_next_if, limit_zero_never_sends) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   trying_source src;
   src.limit = 0;
   std::atomic<int> received{0};
@@ -443,7 +443,7 @@ TEST(stream_send_next_if, limit_zero_never_sends) {
 // ---------------------------------------------------------------- actors around a graph
 
 TEST(stream_actors, actors_feed_the_entry_and_an_actor_receives_the_results) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   std::atomic<std::int64_t> got{0}, sum{0};
   auto collector = sys.spawn([&](troupe::event_actor&) {
@@ -486,7 +486,7 @@ TEST(stream_actors, actors_feed_the_entry_and_an_actor_receives_the_results) {
 }
 
 TEST(stream_actors, end_of_stream_message_ends_the_input) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::atomic<int> got{0};
   auto g = troupe::spawn_pattern(sys, troupe::pipeline{st::sink([&](const std::string& s) { got += static_cast<int>(s.size()); })});
   for (int i = 0; i < 100; ++i) sys.send(g, std::string{"abc"});
@@ -496,7 +496,7 @@ TEST(stream_actors, end_of_stream_message_ends_the_input) {
 }
 
 TEST(stream_actors, error_is_reported_to_the_notified_actor) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   st::options o;
   o.notify = self->self();
@@ -514,7 +514,7 @@ TEST(stream_actors, error_is_reported_to_the_notified_actor) {
 }
 
 TEST(stream_actors, cancel_stops_an_endless_graph) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto g = troupe::spawn_pattern(
       sys, troupe::pipeline{st::source([]() -> std::optional<int> { return 1; }), st::sink([](int) {})});
   EXPECT_FALSE(g.wait_for(10ms));
@@ -526,7 +526,7 @@ TEST(stream_actors, cancel_stops_an_endless_graph) {
 // ---------------------------------------------------------------- configuration errors
 
 TEST(stream_config, bad_options_and_affinity_are_reported) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   auto p = troupe::pipeline{counting_source(10), st::sink([](std::int64_t) {})};
   EXPECT_THROW(troupe::spawn_pattern(sys, p, st::options{.capacity = 0}), std::invalid_argument);
   EXPECT_THROW(troupe::spawn_pattern(sys, p, st::options{.batch = 0}), std::invalid_argument);
@@ -548,7 +548,7 @@ struct stamped_item {
 }  // namespace
 
 TEST(stream_metrics, counts_and_latency_are_recorded_and_dumped) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   const std::string path = ::testing::TempDir() + "stream_metrics.json";
   st::options o;
   o.latency_sample = 1;
@@ -608,7 +608,7 @@ double cpu_seconds() {
 
 TEST(stream_idle, a_graph_waiting_for_input_sleeps) {
   for (const auto& where : {troupe::placement::pool(), troupe::placement::own_thread()}) {
-    troupe::actor_system sys{troupe::config{}.workers(2).polling_strategy(troupe::polling::moderate)};
+    troupe::actor_system sys{troupe::config{.workers = 2, .polling = troupe::polling::moderate}};
     std::atomic<int> got{0};
     st::options o;
     o.placement = where;
@@ -655,7 +655,7 @@ struct paced_source : st::node<void, std::int64_t> {
 TEST(stream_idle, a_paced_source_keeps_its_pace_and_sleeps_between_elements) {
   for (const auto& where : {troupe::placement::pool(), troupe::placement::own_thread()}) {
     SCOPED_TRACE(where.on_pool() ? "pool" : "threads");
-    troupe::actor_system sys{troupe::config{}.workers(2).polling_strategy(troupe::polling::moderate)};
+    troupe::actor_system sys{troupe::config{.workers = 2, .polling = troupe::polling::moderate}};
     paced_source src;
     src.n = 100;
     src.rate = 500;  // 100 elements: at least 0.198 s
@@ -677,7 +677,7 @@ TEST(stream_idle, a_paced_source_keeps_its_pace_and_sleeps_between_elements) {
 }
 
 TEST(stream_actors, dropping_every_handle_ends_the_input) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   std::atomic<int> got{0};
   {
@@ -698,7 +698,7 @@ TEST(stream_actors, dropping_every_handle_ends_the_input) {
 TEST(stream_actors, system_shutdown_with_an_unfinished_graph_does_not_hang) {
   std::atomic<int> got{0};
   {
-    troupe::actor_system sys{troupe::config{}.workers(2)};
+    troupe::actor_system sys{troupe::config{.workers = 2}};
     auto g = troupe::spawn_pattern(sys, troupe::pipeline{st::map([](int x) { return x; }), st::sink([&](int) { ++got; })});
     for (int i = 0; i < 100; ++i) sys.send(g, i);
     while (got.load() < 100) std::this_thread::sleep_for(1ms);

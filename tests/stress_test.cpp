@@ -36,7 +36,7 @@ void skynet_node(event_actor& self, troupe::actor parent, std::int64_t num, std:
 }
 
 std::int64_t run_skynet(std::size_t workers, std::int64_t leaves) {
-  troupe::actor_system sys{troupe::config{}.workers(workers)};
+  troupe::actor_system sys{troupe::config{.workers = workers}};
   troupe::scoped_actor self{sys};
   sys.spawn(skynet_node, self.handle(), std::int64_t{0}, leaves);
   std::int64_t result = -1;
@@ -47,7 +47,7 @@ std::int64_t run_skynet(std::size_t workers, std::int64_t leaves) {
 
 TEST(stress, two_senders_to_one_actor_all_received_in_per_sender_order) {
   constexpr std::int64_t per_sender = 2'000'000;
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   auto sink = sys.spawn([me](event_actor& self) {
@@ -85,7 +85,7 @@ TEST(stress, skynet_on_one_worker) { EXPECT_EQ(run_skynet(1, 100'000), 499995000
 
 TEST(stress, external_threads_send_concurrently) {
   constexpr int threads = 4, per = 50000;
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::atomic<long> sum{0};
   auto a = sys.spawn([&sum](event_actor&) { return behavior{[&sum](int x) { sum += x; }}; });
   std::vector<std::thread> ts;
@@ -103,7 +103,7 @@ TEST(stress, flood_into_a_slow_receiver_loses_nothing_with_a_small_soft_limit) {
   // message; overload control (yield, wait, drain past the budget) must not
   // lose or reorder anything, on one worker and on two.
   for (std::size_t workers : {1u, 2u}) {
-    troupe::actor_system sys{troupe::config{}.workers(workers).throughput(1).mailbox_soft_limit(16)};
+    troupe::actor_system sys{troupe::config{.workers = workers, .throughput = 1, .mailbox_soft_limit = 16}};
     troupe::scoped_actor self{sys};
     auto me = self.handle();
     constexpr std::int64_t n = 50'000;

@@ -22,7 +22,7 @@ static_assert(!can_send<calculator, std::string>);
 static_assert(!can_send<calculator, add_atom, int>);
 
 TEST(typed_actor, requests_are_dispatched_by_signature) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   // handlers in a different order than the interface: matched by types
   calculator calc = sys.spawn([](troupe::event_actor&) -> calculator::behavior_type {
     return {[](reset_atom) {}, [](sub_atom, int a, int b) { return a - b; },
@@ -40,7 +40,7 @@ TEST(typed_actor, requests_are_dispatched_by_signature) {
 }
 
 TEST(typed_actor, event_actors_talk_to_typed_actors) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   calculator calc = sys.spawn([](troupe::event_actor&) -> calculator::behavior_type {
     return {[](add_atom, int a, int b) { return a + b; }, [](sub_atom, int a, int b) { return a - b; },
             [](reset_atom) {}};

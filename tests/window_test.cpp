@@ -31,7 +31,7 @@ long sum_of(std::span<const reading> w) {
 // keys spread over replicas) and returns its results sorted.
 template <class W>
 std::vector<result> run(const std::vector<reading>& input, W window, std::size_t replicas = 1) {
-  troupe::actor_system sys{troupe::config{}.workers(2)};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
   std::vector<result> out;
   auto g = troupe::spawn_pattern(
       sys, troupe::pipeline{st::source([&input, i = std::size_t{0}]() mutable -> std::optional<reading> {

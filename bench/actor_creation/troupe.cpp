@@ -27,7 +27,7 @@ void node(troupe::event_actor& self, troupe::actor parent, std::int64_t depth) {
 bench::sample bench::run_troupe(const params& p) {
   const auto depth = p.get("depth");
   const auto workers = static_cast<std::size_t>(p.get("workers"));
-  troupe::actor_system sys{troupe::config{}.workers(workers)};
+  troupe::actor_system sys{troupe::config{.workers = workers}};
   troupe::scoped_actor self{sys};
   stopwatch sw;
   sys.spawn(node, self.handle(), depth);

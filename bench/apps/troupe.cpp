@@ -68,7 +68,7 @@ bench::apps::outcome bench::apps::troupe_outcome(const params& p) {
   c.passes = o.passes;
   c.rate = o.rate;
   c.parallelism.assign(app.operators, o.replicas);
-  troupe::actor_system sys{troupe::config{}.workers(o.workers)};
+  troupe::actor_system sys{troupe::config{.workers = o.workers}};
   run_result r;
   switch (app.id) {
     case apps::app::wc: r = run_wc(sys, c, o); break;

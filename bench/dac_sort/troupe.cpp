@@ -11,7 +11,7 @@ bench::sample bench::run_troupe(const params& p) {
   auto v = dac_sort::input(p.get("n"));
   const auto before = dac_sort::fingerprint_of(v);
   const auto cutoff = static_cast<std::size_t>(p.get("cutoff"));
-  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
   using range = std::span<std::int32_t>;
   // Base case: a sub-array at or below the cut-off, sorted with std::sort.
   auto spec = troupe::dac{

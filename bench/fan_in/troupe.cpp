@@ -18,7 +18,7 @@ bench::sample bench::run_troupe(const params& p) {
   const auto senders = p.get("senders");
   const auto per_sender = p.get("per_sender");
   const auto workers = static_cast<std::size_t>(p.get("workers"));
-  troupe::actor_system sys{troupe::config{}.workers(workers)};
+  troupe::actor_system sys{troupe::config{.workers = workers}};
   troupe::scoped_actor self{sys};
   const auto total = senders * per_sender;
   auto receiver = sys.spawn(

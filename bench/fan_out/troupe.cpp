@@ -16,7 +16,7 @@ bench::sample bench::run_troupe(const params& p) {
   const auto subscribers = p.get("subscribers");
   const auto messages = p.get("messages");
   const auto workers = static_cast<std::size_t>(p.get("workers"));
-  troupe::actor_system sys{troupe::config{}.workers(workers)};
+  troupe::actor_system sys{troupe::config{.workers = workers}};
   troupe::scoped_actor self{sys};
   auto topic = sys.groups().get("fan_out");
   for (std::int64_t i = 0; i < subscribers; ++i)

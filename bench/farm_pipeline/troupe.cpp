@@ -53,7 +53,7 @@ bench::sample run_stream(const bench::params& p, bool with_router) {
   const auto tuples = p.get("tuples");
   const auto replicas = static_cast<std::size_t>(p.get("replicas"));
   const auto spin = p.get("spin");
-  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
   bench::farm_pipeline::tally t{spin};
   source src;
   src.n = tuples;

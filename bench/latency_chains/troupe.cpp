@@ -28,7 +28,7 @@ bench::sample run(const bench::params& p, bool accelerated) {
   const auto chains = p.get("chains"), length = p.get("length"), heavy = p.get("heavy");
   const auto rate = p.get("rate"), messages = p.get("messages");
   const auto elements = p.get("elements"), spin = p.get("spin");
-  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
   troupe::actor acc;
   if (accelerated)
     acc = troupe::spawn_map_accelerator<double, double>(

@@ -12,7 +12,7 @@ struct go_atom {};
 
 bench::sample bench::run_troupe_seq(const params& p) {
   const auto rows = p.get("rows"), cols = p.get("cols"), spin = p.get("spin");
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::scoped_actor self{sys};
   auto worker = sys.spawn([rows, cols, spin](troupe::event_actor&) {
     return troupe::behavior{[rows, cols, spin](go_atom) {
@@ -41,7 +41,7 @@ bench::sample bench::run_troupe_seq(const params& p) {
 bench::sample bench::run_troupe(const params& p) {
   const auto rows = p.get("rows"), cols = p.get("cols"), spin = p.get("spin");
   const auto map_workers = static_cast<std::size_t>(p.get("map_workers"));
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   auto acc = troupe::spawn_map_accelerator<double, double>(sys, {.workers = map_workers});
   troupe::scoped_actor self{sys};
   // The calling actor: row after row, request the map, then reduce.

@@ -45,7 +45,7 @@ struct sink : troupe::stream::node<tuple, void> {
 bench::sample bench::run_troupe(const params& p) {
   const auto seconds = p.get("seconds");
   check(seconds > 5, "seconds must be more than 5 (RSS is sampled at 5 s)");
-  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
   memory_at_max_rate::tally t;
   source_report rep;
   source src;

@@ -74,7 +74,7 @@ struct ball {
 
 // Round trips between two actors on one worker; the time is per round trip.
 void actor_round_trip(benchmark::State& state) {
-  troupe::actor_system sys{troupe::config{}.workers(1)};
+  troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::scoped_actor self{sys};
   auto pong = sys.spawn([](troupe::event_actor& s) {
     return troupe::behavior{[&s](ball b) { s.send(s.sender(), b); }};

@@ -53,7 +53,7 @@ bench::sample bench::run_troupe(const params& p) {
   const auto factor_q = p.get("factor_q");
   const auto workers = static_cast<std::size_t>(p.get("workers"));
   check(ring_size >= 2, "ring_size must be >= 2");
-  troupe::actor_system sys{troupe::config{}.workers(workers)};
+  troupe::actor_system sys{troupe::config{.workers = workers}};
   troupe::scoped_actor self{sys};
   auto main = self.handle();
   std::string failure;

@@ -17,7 +17,7 @@ struct start_atom {};
 bench::sample bench::run_troupe(const params& p) {
   const auto round_trips = p.get("round_trips");
   const auto workers = static_cast<std::size_t>(p.get("workers"));
-  troupe::actor_system sys{troupe::config{}.workers(workers)};
+  troupe::actor_system sys{troupe::config{.workers = workers}};
   troupe::scoped_actor self{sys};
   auto pong = sys.spawn([](troupe::event_actor& s) {
     return troupe::behavior{[&s](ping_msg m) { s.send(s.sender(), pong_msg{m.seq}); }};

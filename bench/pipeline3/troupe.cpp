@@ -14,7 +14,7 @@ using bench::pipeline3::tuple;
 
 bench::sample bench::run_troupe_actors(const params& p) {
   const auto tuples = p.get("tuples");
-  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
   troupe::scoped_actor self{sys};
   auto sink = sys.spawn(
       [tuples](troupe::event_actor& s, troupe::actor main) {
@@ -60,7 +60,7 @@ using bench::stream_tuple::source;
 
 bench::sample run_stream(const bench::params& p, troupe::placement where) {
   const auto tuples = p.get("tuples");
-  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
   bench::pipeline3::tally t;
   source src;
   src.n = tuples;

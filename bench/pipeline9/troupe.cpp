@@ -13,7 +13,7 @@ using bench::stream_tuple::source;
 bench::sample bench::run_troupe(const params& p) {
   static_assert(pipeline9::forwarders == 7, "the pipeline below spells out seven forwarders");
   const auto tuples = p.get("tuples");
-  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
   pipeline9::tally t;
   source src;
   src.n = tuples;

@@ -11,7 +11,7 @@ struct go_atom {};
 bench::sample bench::run_troupe(const params& p) {
   const auto messages = p.get("messages");
   const auto workers = static_cast<std::size_t>(p.get("workers"));
-  troupe::actor_system sys{troupe::config{}.workers(workers)};
+  troupe::actor_system sys{troupe::config{.workers = workers}};
   troupe::scoped_actor self{sys};
   auto consumer = sys.spawn(
       [messages](troupe::event_actor& s, troupe::actor main) {

@@ -25,7 +25,7 @@ struct sink : troupe::stream::node<std::int64_t, void> {
 
 bench::sample run_stream(const bench::params& p, troupe::placement where) {
   const auto items = p.get("items");
-  troupe::actor_system sys{troupe::config{}.workers(static_cast<std::size_t>(p.get("workers")))};
+  troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
   bench::prod_cons_typed::tally t;
   source src;
   src.n = items;

@@ -13,7 +13,7 @@ bench::sample bench::run_troupe(const params& p) {
   const auto per_actor = p.get("per_actor");
   const auto throughput = static_cast<std::size_t>(p.get("max_throughput"));
   const auto workers = static_cast<std::size_t>(p.get("workers"));
-  troupe::actor_system sys{troupe::config{}.workers(workers).throughput(throughput)};
+  troupe::actor_system sys{troupe::config{.workers = workers, .throughput = throughput}};
   troupe::scoped_actor self{sys};
   std::vector<troupe::actor> all;
   for (std::int64_t i = 0; i < actors; ++i)

@@ -32,7 +32,7 @@ bench::sample bench::run_troupe(const params& p) {
   std::int64_t result = -1;
   stopwatch sw;
   {
-    troupe::actor_system sys{troupe::config{}.workers(workers)};
+    troupe::actor_system sys{troupe::config{.workers = workers}};
     troupe::scoped_actor self{sys};
     sys.spawn(skynet, self.handle(), std::int64_t{0}, leaves, arity);
     self->receive([&](std::int64_t v) { result = v; });

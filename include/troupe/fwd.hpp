@@ -12,7 +12,7 @@ class actor_cell;
 class actor_system;
 class behavior;
 class blocking_actor;
-class config;
+struct config;
 class error;
 class event_actor;
 class group;

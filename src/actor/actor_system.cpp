@@ -26,11 +26,15 @@ struct alignas(cache_line) live_shard {
 
 struct actor_system::impl {
   explicit impl(config c)
-      : cfg{std::move(c)},
-        worker_aff{affinity::parse_for_machine(cfg.worker_affinity())},
-        detached_aff{affinity::parse_for_machine(cfg.detached_affinity())},
-        blocking_aff{affinity::parse_for_machine(cfg.blocking_affinity())},
-        sched{cfg.effective_workers(), cfg.polling_strategy(), cfg.throughput(), worker_aff} {}
+      : cfg{validated(std::move(c))},
+        worker_aff{affinity::parse_for_machine(cfg.worker_affinity)},
+        detached_aff{affinity::parse_for_machine(cfg.detached_affinity)},
+        blocking_aff{affinity::parse_for_machine(cfg.blocking_affinity)},
+        sched{cfg.effective_workers(), cfg.polling, cfg.throughput, worker_aff} {}
+  static config validated(config c) {
+    c.validate();
+    return c;
+  }
 
   config cfg;
   affinity worker_aff;
@@ -85,7 +89,7 @@ struct actor_system::impl {
 };
 
 actor_system::actor_system(config cfg)
-    : impl_{std::make_unique<impl>(std::move(cfg))}, soft_limit_{impl_->cfg.mailbox_soft_limit()} {
+    : impl_{std::make_unique<impl>(std::move(cfg))}, soft_limit_{impl_->cfg.mailbox_soft_limit} {
   impl_->timers.start();
   impl_->sched.start();
 }
@@ -172,7 +176,7 @@ actor actor_system::launch(event_actor* a, bool detached) {
   impl_->threads.emplace_back([this, keep = std::move(keep), cores = std::move(cores)] {
     pin_current_thread(cores);
     auto* self = static_cast<event_actor*>(keep.get());
-    const auto throughput = impl_->cfg.throughput();
+    const auto throughput = impl_->cfg.throughput;
     for (;;) {
       self->sem_->acquire();
       self->waiting_.store(false, std::memory_order_release);

@@ -58,61 +58,41 @@ constexpr std::size_t max_workers = 4096;
 
 }  // namespace
 
-config& config::workers(std::size_t n) {
-  if (n > max_workers)
-    throw config_error("workers", std::to_string(n),
-                       "must be between 0 and " + std::to_string(max_workers));
-  workers_ = n;
-  return *this;
-}
-
-config& config::polling_strategy(polling p) {
-  polling_ = p;
-  return *this;
-}
-
-config& config::throughput(std::size_t n) {
-  if (n == 0) throw config_error("throughput", "0", "must be at least 1");
-  throughput_ = n;
-  return *this;
-}
-
-config& config::mailbox_soft_limit(std::size_t n) {
-  if (n == 0) throw config_error("mailbox-soft-limit", "0", "must be at least 1");
-  mailbox_soft_limit_ = n;
-  return *this;
-}
-
-config& config::worker_affinity(std::string s) {
-  worker_affinity_ = checked_affinity("worker-affinity", std::move(s));
-  return *this;
-}
-config& config::detached_affinity(std::string s) {
-  detached_affinity_ = checked_affinity("detached-affinity", std::move(s));
-  return *this;
-}
-config& config::blocking_affinity(std::string s) {
-  blocking_affinity_ = checked_affinity("blocking-affinity", std::move(s));
-  return *this;
+void config::validate() const {
+  if (workers > max_workers)
+    throw config_error("workers", std::to_string(workers), "must be between 0 and " + std::to_string(max_workers));
+  if (throughput == 0) throw config_error("throughput", "0", "must be at least 1");
+  if (mailbox_soft_limit == 0) throw config_error("mailbox-soft-limit", "0", "must be at least 1");
+  (void)checked_affinity("worker-affinity", worker_affinity);
+  (void)checked_affinity("detached-affinity", detached_affinity);
+  (void)checked_affinity("blocking-affinity", blocking_affinity);
 }
 
 config& config::set(std::string_view key, std::string_view value) {
   value = trim(value);
-  if (key == "workers") return workers(parse_count(key, value, 0, max_workers));
-  if (key == "throughput") return throughput(parse_count(key, value, 1, SIZE_MAX));
-  if (key == "mailbox-soft-limit") return mailbox_soft_limit(parse_count(key, value, 1, SIZE_MAX));
-  if (key == "polling") {
-    if (value == "aggressive") return polling_strategy(polling::aggressive);
-    if (value == "moderate") return polling_strategy(polling::moderate);
-    if (value == "relaxed") return polling_strategy(polling::relaxed);
-    throw config_error("polling", std::string{value}, "expected aggressive, moderate or relaxed");
+  if (key == "workers") {
+    workers = parse_count(key, value, 0, max_workers);
+  } else if (key == "throughput") {
+    throughput = parse_count(key, value, 1, SIZE_MAX);
+  } else if (key == "mailbox-soft-limit") {
+    mailbox_soft_limit = parse_count(key, value, 1, SIZE_MAX);
+  } else if (key == "polling") {
+    if (value == "aggressive") polling = troupe::polling::aggressive;
+    else if (value == "moderate") polling = troupe::polling::moderate;
+    else if (value == "relaxed") polling = troupe::polling::relaxed;
+    else throw config_error("polling", std::string{value}, "expected aggressive, moderate or relaxed");
+  } else if (key == "worker-affinity") {
+    worker_affinity = checked_affinity(key, std::string{value});
+  } else if (key == "detached-affinity") {
+    detached_affinity = checked_affinity(key, std::string{value});
+  } else if (key == "blocking-affinity") {
+    blocking_affinity = checked_affinity(key, std::string{value});
+  } else {
+    throw config_error(std::string{key}, std::string{value},
+                       "unknown key (known: workers, polling, throughput, mailbox-soft-limit, worker-affinity, "
+                       "detached-affinity, blocking-affinity)");
   }
-  if (key == "worker-affinity") return worker_affinity(std::string{value});
-  if (key == "detached-affinity") return detached_affinity(std::string{value});
-  if (key == "blocking-affinity") return blocking_affinity(std::string{value});
-  throw config_error(std::string{key}, std::string{value},
-                     "unknown key (known: workers, polling, throughput, mailbox-soft-limit, worker-affinity, "
-                     "detached-affinity, blocking-affinity)");
+  return *this;
 }
 
 config& config::load_env() {
@@ -157,7 +137,7 @@ config& config::load_file(const std::string& path) {
 }
 
 std::size_t config::effective_workers() const noexcept {
-  if (workers_ != 0) return workers_;
+  if (workers != 0) return workers;
   auto n = available_cores().size();
   return n == 0 ? 1 : n;
 }

@@ -11,7 +11,7 @@ int main() {
   int got = 0;
   std::string failure;
   {
-    troupe::actor_system sys{troupe::config{}.workers(2)};
+    troupe::actor_system sys{troupe::config{.workers = 2}};
     auto doubler = sys.spawn([](troupe::event_actor&) {
       return troupe::behavior{[](int x) { return x * 2; }};
     });

@@ -1,6 +1,6 @@
 // actor_system.hpp: owns the worker threads, the timer, the registry and the
 // groups, and spawns actors. One per program is usual; several may coexist.
-//   troupe::actor_system sys{troupe::config{}.workers(2)};
+//   troupe::actor_system sys{troupe::config{.workers = 2}};
 //   auto a = sys.spawn([](troupe::event_actor& self) { return troupe::behavior{...}; });
 //   sys.send(a, 42);
 // Shutdown (destructor or shutdown()): waits until no actor has work left

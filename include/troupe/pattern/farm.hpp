@@ -36,6 +36,12 @@ inline constexpr struct ordered_tag {
 
 namespace detail {
 
+/// Policy::pick(const T&, n) gives a replica.
+template <class Policy, class T>
+concept picks_for = requires(Policy& p, const T& v) {
+  { p.pick(v, std::size_t{1}) } -> std::convertible_to<std::size_t>;
+};
+
 /// A routing policy for elements of type T: a class with pick (or
 /// broadcast); any other callable is wrapped in routed_by.
 template <class Policy, class T>
@@ -43,8 +49,8 @@ struct policy_for {
   using type = Policy;
 };
 template <class Policy, class T>
-  requires(!broadcasting<Policy> && !requires(Policy& p, const T& v) { p.pick(v, std::size_t{1}); } &&
-           !load_aware_route<Policy, T> && std::is_invocable_v<Policy&, const T&, std::size_t>)
+  requires(!broadcasting<Policy> && !picks_for<Policy, T> && !load_aware_route<Policy, T> &&
+           std::is_invocable_v<Policy&, const T&, std::size_t>)
 struct policy_for<Policy, T> {
   using type = routed_by<Policy>;
 };
@@ -56,10 +62,7 @@ struct farm_rules {
   using in = in_type_of<P>;
   static constexpr bool is_stage = stage<P>;
   static constexpr bool routes = !is_stage || std::is_void_v<in> || broadcasting<Policy> ||
-                                 load_aware_route<Policy, in> ||
-                                 requires(Policy& p, const in& v) {
-                                   { p.pick(v, std::size_t{1}) } -> std::convertible_to<std::size_t>;
-                                 };
+                                 load_aware_route<Policy, in> || picks_for<Policy, in>;
   static constexpr bool ordered_io =
       !Ordered || !is_stage || (!std::is_void_v<in> && !std::is_void_v<out_type_of<P>>);
   static constexpr bool ordered_flat = !Ordered || !is_stage || !splits<P>::value;

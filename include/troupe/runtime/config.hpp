@@ -16,7 +16,8 @@
 //                    "<0> <2-4> <1, 5>": thread i runs on group i mod n
 // Values can also be set by name from strings (set("workers", "4")), from
 // TROUPE_* environment variables, or from "key=value" lines in a file; a bad
-// value is a config_error naming the key, the value and the problem.
+// value is a config_error naming the key, the value and the problem (at
+// once for those; when the actor_system is made for fields set directly).
 #pragma once
 
 #include <cstddef>
@@ -41,19 +42,20 @@ class config_error : public std::invalid_argument {
   std::string value_;
 };
 
-class config {
- public:
-  config() = default;
-
-  config& workers(std::size_t n);  ///< 0: one per available core
-  config& polling_strategy(polling p);
-  config& throughput(std::size_t n);  ///< >= 1
-  config& mailbox_soft_limit(std::size_t n);  ///< >= 1
-  config& worker_affinity(std::string s);
-  config& detached_affinity(std::string s);
-  config& blocking_affinity(std::string s);
-  /// Shorthand for worker_affinity.
-  config& affinity(std::string s) { return worker_affinity(std::move(s)); }
+/// The configuration of an actor_system, as data: a struct with designated
+/// initializers, like every option set in troupe (stream::options,
+/// map_accelerator_config, dac):
+///   troupe::actor_system sys{troupe::config{.workers = 2, .polling = troupe::polling::relaxed}};
+/// Values are checked when the actor_system is made (validate()); set(),
+/// load_env() and load_file() check each value as they read it.
+struct config {
+  std::size_t workers = 0;                                 ///< 0: one per available core (at most 4096)
+  troupe::polling polling = troupe::polling::moderate;     ///< how idle workers wait
+  std::size_t throughput = 100;                            ///< messages per activation, >= 1
+  std::size_t mailbox_soft_limit = 1024;                   ///< >= 1
+  std::string worker_affinity;                             ///< affinity string of the workers ("" = none)
+  std::string detached_affinity;                           ///< ... of actors on threads of their own
+  std::string blocking_affinity;                           ///< ... of blocking actors
 
   /// Sets a knob by name: workers, polling, throughput, mailbox-soft-limit, worker-affinity,
   /// detached-affinity, blocking-affinity. Throws config_error.
@@ -64,24 +66,11 @@ class config {
   /// "key = value" lines; '#' starts a comment. Throws config_error with the line number.
   config& load_file(const std::string& path);
 
-  std::size_t workers() const noexcept { return workers_; }
-  /// workers() or, when 0, the number of cores available to the process.
+  /// Throws config_error naming the first field out of range (or an
+  /// affinity string that does not parse, or names cores this process lacks).
+  void validate() const;
+  /// workers or, when 0, the number of cores available to the process.
   std::size_t effective_workers() const noexcept;
-  polling polling_strategy() const noexcept { return polling_; }
-  std::size_t throughput() const noexcept { return throughput_; }
-  std::size_t mailbox_soft_limit() const noexcept { return mailbox_soft_limit_; }
-  const std::string& worker_affinity() const noexcept { return worker_affinity_; }
-  const std::string& detached_affinity() const noexcept { return detached_affinity_; }
-  const std::string& blocking_affinity() const noexcept { return blocking_affinity_; }
-
- private:
-  std::size_t workers_ = 0;
-  polling polling_ = polling::moderate;
-  std::size_t throughput_ = 100;
-  std::size_t mailbox_soft_limit_ = 1024;
-  std::string worker_affinity_;
-  std::string detached_affinity_;
-  std::string blocking_affinity_;
 };
 
 }  // namespace troupe
