@@ -9,7 +9,9 @@
 
 int main() {
   troupe::actor_system sys;
-  auto acc = troupe::spawn_map_accelerator<int, long>(sys, {.workers = 2});  // .placement = troupe::placement::own_thread("<2-3>") pins the team
+  // [accelerator]
+  // A team of 2 threads of its own; .placement = troupe::placement::own_thread("<2-3>") would pin it.
+  auto acc = troupe::spawn_map_accelerator<int, long>(sys, {.workers = 2});
 
   troupe::scoped_actor self{sys};
   auto me = self.handle();
@@ -23,6 +25,7 @@ int main() {
             s.send(me, a, std::accumulate(out.begin(), out.end(), 0L));
           });
     });
+  // [/accelerator]
   bool ok = true;
   for (int i = 0; i < 10; ++i)
     self->receive([&](int a, long sum) { ok = ok && sum == 499'500L * a; });

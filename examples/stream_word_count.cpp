@@ -4,6 +4,7 @@
 #include <troupe/troupe.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -12,6 +13,7 @@
 
 namespace st = troupe::stream;
 
+// [graph]
 // A class node with private state: one copy per replica.
 struct counter : st::node<std::string, std::pair<std::string, int>> {
   std::unordered_map<std::string, int> counts;
@@ -33,9 +35,10 @@ int main() {
                  std::istringstream words{line};
                  for (std::string w; words >> w;) out.send_next(std::move(w));
                }),
-               troupe::farm{counter{}, 3, troupe::by_key{[](const std::string& w) { return w; }}},
+               troupe::farm{counter{}, 3, troupe::by_key{std::identity{}}},  // the word is the key (no copy)
                st::sink([&](const std::pair<std::string, int>& wc) { final_count[wc.first] = wc.second; })});
-  g.wait();  // every node saw the end of the stream
+  g.wait();  // every node saw the end of the stream; rethrows a node's exception
+  // [/graph]
 
   for (auto& [w, c] : final_count) std::printf("%-6s %d\n", w.c_str(), c);
   auto m = g.metrics();

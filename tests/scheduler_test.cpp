@@ -105,6 +105,20 @@ TEST(scheduler, detached_and_blocking_affinity_pin_their_threads) {
   self->receive([&](int cpu, int) { EXPECT_EQ(cpu, core); });
 }
 
+TEST(scheduler, an_actor_placed_on_its_own_pinned_thread_runs_there) {
+  auto core = troupe::available_cores().back();
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  troupe::scoped_actor self{sys};
+  auto where = troupe::placement::own_thread("<" + std::to_string(core) + ">");
+  auto a = sys.spawn(where, [](event_actor&) { return behavior{[](go_atom) { return sched_getcpu(); }}; });
+  for (int i = 0; i < 5; ++i)
+    self->request(a, 5s, go_atom{}).receive([&](int cpu) { EXPECT_EQ(cpu, core); }, [](troupe::error&) { FAIL(); });
+  auto pooled = sys.spawn(troupe::placement::pool(), [](event_actor&) { return behavior{[](int x) { return x + 1; }}; });
+  self->request(pooled, 5s, 1).receive([](int v) { EXPECT_EQ(v, 2); }, [](troupe::error&) { FAIL(); });
+  EXPECT_THROW(sys.spawn(troupe::placement::own_thread("<0-"), [](event_actor&) { return behavior{}; }),
+               troupe::affinity_error);
+}
+
 TEST(scheduler, bad_affinity_is_rejected_with_position) {
   try {
     troupe::actor_system sys{troupe::config{.worker_affinity = "<0> <1-x>"}};

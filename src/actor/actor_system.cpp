@@ -160,7 +160,7 @@ void actor_system::remove_live(actor_cell* c) noexcept {
   impl_->live.fetch_sub(1, std::memory_order_release);
 }
 
-actor actor_system::launch(event_actor* a, bool detached) {
+actor actor_system::launch(event_actor* a, bool detached, affinity own) {
   add_live(a);
   if (!detached) {
     schedule(a);  // runs make_behavior on the first activation
@@ -172,7 +172,8 @@ actor actor_system::launch(event_actor* a, bool detached) {
   std::lock_guard<std::mutex> guard{impl_->threads_mtx};
   auto index = impl_->detached_threads++;
   std::vector<int> cores;
-  if (!impl_->detached_aff.empty()) cores = impl_->detached_aff.for_thread(index);
+  if (!own.empty()) cores = own.for_thread(index);
+  else if (!impl_->detached_aff.empty()) cores = impl_->detached_aff.for_thread(index);
   impl_->threads.emplace_back([this, keep = std::move(keep), cores = std::move(cores)] {
     pin_current_thread(cores);
     auto* self = static_cast<event_actor*>(keep.get());

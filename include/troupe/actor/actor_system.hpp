@@ -24,6 +24,8 @@
 #include "troupe/actor/group.hpp"
 #include "troupe/actor/registry.hpp"
 #include "troupe/runtime/config.hpp"
+#include "troupe/runtime/placement.hpp"
+#include "troupe/util/affinity.hpp"
 
 namespace troupe {
 
@@ -85,19 +87,36 @@ class actor_system {
   actor spawn(Args&&... args) {
     return launch(construct<A>(std::forward<Args>(args)...), false);
   }
-  /// Like spawn, but the actor gets a thread of its own (pinned with the
-  /// detached affinity); use for actors that must not share a worker.
+  /// Event-based actor placed as `where` says: placement::pool() is spawn();
+  /// placement::own_thread(cores) gives it a thread of its own, pinned to
+  /// group i mod n of `cores` (i: the system's own-thread actors so far), or
+  /// by config::detached_affinity when `cores` is empty. For actors that must
+  /// not share a worker (a latency budget, a library call that blocks).
+  /// A bad affinity string throws affinity_error.
+  template <class F, class... Args>
+    requires std::is_invocable_v<F&, event_actor&, std::decay_t<Args>&...>
+  actor spawn(const placement& where, F fun, Args&&... args) {
+    auto cores = affinity::parse_for_machine(where.cores());  // throws before anything exists
+    auto* a = construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun), std::forward<Args>(args)...);
+    return launch(a, where.own_thread_each(), std::move(cores));
+  }
+  template <class A, class... Args>
+    requires std::is_base_of_v<event_actor, A>
+  actor spawn(const placement& where, Args&&... args) {
+    auto cores = affinity::parse_for_machine(where.cores());
+    auto* a = construct<A>(std::forward<Args>(args)...);
+    return launch(a, where.own_thread_each(), std::move(cores));
+  }
+  /// spawn(placement::own_thread(), fun, args...).
   template <class F, class... Args>
     requires std::is_invocable_v<F&, event_actor&, std::decay_t<Args>&...>
   actor spawn_detached(F fun, Args&&... args) {
-    return launch(construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun),
-                                                                               std::forward<Args>(args)...),
-                  true);
+    return spawn(placement::own_thread(), std::move(fun), std::forward<Args>(args)...);
   }
   template <class A, class... Args>
     requires std::is_base_of_v<event_actor, A>
   actor spawn_detached(Args&&... args) {
-    return launch(construct<A>(std::forward<Args>(args)...), true);
+    return spawn<A>(placement::own_thread(), std::forward<Args>(args)...);
   }
   /// Blocking actor: runs `f(blocking_actor&, Args...)` on its own thread
   /// (pinned with the blocking affinity); it ends when f returns.
@@ -184,7 +203,8 @@ class actor_system {
     } guard{slot, previous};
     return new A(std::forward<Args>(args)...);
   }
-  actor launch(event_actor* a, bool detached);
+  /// `cores`: where the own thread runs (empty: config::detached_affinity).
+  actor launch(event_actor* a, bool detached, affinity cores = {});
   actor launch_blocking(blocking_actor* a, std::function<void(blocking_actor&)> body);
   void add_live(actor_cell* c);
 

@@ -44,9 +44,13 @@ struct map_accelerator_config {
 template <class T, class U>
 actor spawn_map_accelerator(actor_system& sys, map_accelerator_config cfg = {}) {
   std::shared_ptr<actor_system> team;
-  if (cfg.placement.own_thread_each())
-    team = std::make_shared<actor_system>(
-        config{.workers = cfg.workers, .polling = cfg.polling, .worker_affinity = cfg.placement.cores()});
+  if (cfg.placement.own_thread_each()) {
+    config team_cfg;
+    team_cfg.workers = cfg.workers;
+    team_cfg.polling = cfg.polling;
+    team_cfg.worker_affinity = cfg.placement.cores();
+    team = std::make_shared<actor_system>(std::move(team_cfg));
+  }
   return sys.spawn([team, part = cfg.part, &sys](event_actor& self) {
     // The team lives as long as this behavior: when the accelerator ends, the
     // team finishes the maps in flight (their answers still go out) and stops.

@@ -53,9 +53,9 @@ struct config {
   troupe::polling polling = troupe::polling::moderate;     ///< how idle workers wait
   std::size_t throughput = 100;                            ///< messages per activation, >= 1
   std::size_t mailbox_soft_limit = 1024;                   ///< >= 1
-  std::string worker_affinity;                             ///< affinity string of the workers ("" = none)
-  std::string detached_affinity;                           ///< ... of actors on threads of their own
-  std::string blocking_affinity;                           ///< ... of blocking actors
+  std::string worker_affinity{};                             ///< affinity string of the workers ("" = none)
+  std::string detached_affinity{};                           ///< ... of actors on threads of their own
+  std::string blocking_affinity{};                           ///< ... of blocking actors
 
   /// Sets a knob by name: workers, polling, throughput, mailbox-soft-limit, worker-affinity,
   /// detached-affinity, blocking-affinity. Throws config_error.

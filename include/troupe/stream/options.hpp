@@ -36,12 +36,12 @@ enum class failure {
 struct options {
   std::size_t capacity = 1024;      ///< slots per channel (rounded up to a power of two)
   std::size_t batch = 512;          ///< elements a node handles per activation
-  troupe::placement placement;      ///< where the nodes run (default: the pool)
+  troupe::placement placement{};    ///< where the nodes run (default: the pool)
   failure on_error = failure::cancel;
-  actor results_to;                 ///< graphs that answer actors: results of plain sends go here instead of to their sender
-  actor notify;                     ///< receives stream::completed at the end
-  actor errors_to;                  ///< failure::skip: receives a stream::element_failed per dropped element
-  std::string metrics_json;         ///< file the final metrics are written to ("" = none)
+  actor results_to{};               ///< graphs that answer actors: results of plain sends go here instead of to their sender
+  actor notify{};                   ///< receives stream::completed at the end
+  actor errors_to{};                ///< failure::skip: receives a stream::element_failed per dropped element
+  std::string metrics_json{};       ///< file the final metrics are written to ("" = none)
   std::size_t latency_sample = 64;  ///< sinks measure one stamped element in this many
 };
 
@@ -52,15 +52,15 @@ struct end_of_stream {};
 /// when it ended normally (or was cancelled by cancel()); else the failure
 /// that stopped it (errc::unhandled_exception, naming the node).
 struct completed {
-  troupe::error error;
+  troupe::error error{};
   std::uint64_t failed = 0;  ///< elements dropped under failure::skip
 };
 
 /// Sent to options.errors_to for each element dropped under failure::skip.
 struct element_failed {
-  std::string node;  ///< the node's name (its kind, or its type)
+  std::string node{};  ///< the node's name (its kind, or its type)
   std::size_t replica = 0;
-  troupe::error error;
+  troupe::error error{};
 };
 
 }  // namespace troupe::stream
