@@ -53,8 +53,8 @@ void spsc_ring_push_pop(benchmark::State& state) {
   troupe::spsc_ring<std::int32_t> r{1024};
   std::int32_t v = 0;
   for (auto _ : state) {
-    r.try_push(v);
-    r.try_pop(v);
+    benchmark::DoNotOptimize(r.try_push(v));
+    benchmark::DoNotOptimize(r.try_pop(v));
     benchmark::DoNotOptimize(v);
   }
 }

@@ -53,7 +53,9 @@ void* actor_cell::operator new(std::size_t size) { return pool_allocate(size); }
 void actor_cell::operator delete(void* p, std::size_t size) noexcept { pool_deallocate(p, size); }
 
 void actor_cell::release_n(std::uint32_t n) noexcept {
-  auto now = word_.fetch_sub(n * ref_one, std::memory_order_acq_rel) - n * ref_one;
+  const auto prev = word_.fetch_sub(n * ref_one, std::memory_order_acq_rel);
+  TROUPE_ASSERT((prev & ref_mask) >= n, "M1: an actor handle was released more often than it was taken");
+  const auto now = prev - n * ref_one;
   if ((now & ~closed_bit) == 0) last_release(now);
 }
 
@@ -63,7 +65,7 @@ namespace {
 // batches: a consumer on another core would otherwise bounce each sender's
 // cache line once per message. A few senders are tracked at once (fan-in
 // interleaves them); flushed after every activation.
-constexpr int release_slots = 4;
+constexpr int release_slots = tuning::release_slots;
 struct release_cache {
   actor_cell* cell[release_slots];
   std::uint32_t count[release_slots];
@@ -81,7 +83,7 @@ void release_sender(actor_cell* c) noexcept {
   }
   for (int i = 0; i < release_slots; ++i)
     if (rc.cell[i] == c) {
-      if (++rc.count[i] == 1024) {
+      if (++rc.count[i] == tuning::release_batch) {
         rc.cell[i] = nullptr;
         c->release_n(std::exchange(rc.count[i], 0));
       }
@@ -130,6 +132,7 @@ void actor_cell::last_release(std::uint64_t word) noexcept {
 
 bool actor_cell::enqueue(detail::message_node* n, priority p) noexcept {
   auto prev = word_.fetch_add(mail_one, std::memory_order_acq_rel);
+  TROUPE_ASSERT((prev & mail_mask) != mail_mask, "M2: a mailbox holds 2^31 messages");
   if ((prev & closed_bit) != 0) {
     // The caller holds a handle, so this cannot drop the cell to zero.
     word_.fetch_sub(mail_one, std::memory_order_acq_rel);
@@ -189,7 +192,9 @@ void actor_cell::dead_letter(detail::message_node* n, const error& why) noexcept
 std::size_t actor_cell::settle(std::size_t consumed, bool& freed) noexcept {
   freed = false;
   if (consumed == 0) return (word_.load(std::memory_order_acquire) & mail_mask) >> 32;
-  auto now = word_.fetch_sub(consumed * mail_one, std::memory_order_acq_rel) - consumed * mail_one;
+  const auto prev = word_.fetch_sub(consumed * mail_one, std::memory_order_acq_rel);
+  TROUPE_ASSERT(((prev & mail_mask) >> 32) >= consumed, "M2: more messages settled than were announced");
+  const auto now = prev - consumed * mail_one;
   if (now == 0) {
     freed = true;
     last_release(0);
@@ -200,7 +205,9 @@ std::size_t actor_cell::settle(std::size_t consumed, bool& freed) noexcept {
 
 void actor_cell::terminate(error reason, std::size_t consumed) noexcept {
   auto prev = word_.fetch_or(closed_bit, std::memory_order_acq_rel);
+  TROUPE_ASSERT((prev & closed_bit) == 0, "M3: an actor ended twice");
   std::uint64_t total = (prev & mail_mask) >> 32;
+  TROUPE_ASSERT(total >= consumed, "M2: more messages consumed than were announced");
   // Messages announced before the close: wait for each (a producer may be
   // between its two steps) and bounce it as a dead letter.
   error gone{errc::actor_exited, "the receiver ended: " + reason.to_string()};

@@ -16,7 +16,7 @@
 namespace troupe {
 
 namespace {
-constexpr std::size_t live_shards = 16;
+constexpr std::size_t live_shards = detail::tuning::live_shards;
 
 struct alignas(cache_line) live_shard {
   std::mutex mtx;

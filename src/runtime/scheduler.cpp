@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "troupe/detail/assert.hpp"
+#include "troupe/detail/tuning.hpp"
+
 namespace troupe::detail {
 
 namespace {
@@ -12,10 +15,10 @@ thread_local worker* current_worker = nullptr;
 constexpr std::uint32_t spin_rounds(polling p) {
   switch (p) {
     case polling::aggressive: return UINT32_MAX;
-    case polling::moderate: return 100;
-    case polling::relaxed: return 10;
+    case polling::moderate: return tuning::spin_rounds_moderate;
+    case polling::relaxed: return tuning::spin_rounds_relaxed;
   }
-  return 100;
+  return tuning::spin_rounds_moderate;
 }
 
 // Moderate polling adapts each worker's budget between relaxed's and its
@@ -252,10 +255,13 @@ bool worker::park() noexcept {
   auto& s = *sched_;
   {
     std::lock_guard<std::mutex> guard{s.idle_mtx_};
+    TROUPE_ASSERT(std::find(s.idle_list_.begin(), s.idle_list_.end(), this) == s.idle_list_.end(),
+                  "P1: a worker parks while it is on the idle list");
     s.idle_list_.push_back(this);
     s.idle_.fetch_add(1, std::memory_order_seq_cst);
   }
-  s.searching_.fetch_sub(1, std::memory_order_seq_cst);
+  [[maybe_unused]] const auto searchers = s.searching_.fetch_sub(1, std::memory_order_seq_cst);
+  TROUPE_ASSERT(searchers >= 1, "P2: more searchers left than were searching");
   // Re-check after announcing. Producers read idle_ with an RMW after they
   // publish work (notify_if_needed), so either they see our increment of
   // idle_ or we see their work here: no lost wake-up, and no fence that
@@ -274,6 +280,7 @@ bool worker::park() noexcept {
     // A waker already took us off the list; its flag is on the way.
   }
   while (wake_flag_.load(std::memory_order_acquire) == 0) wake_flag_.wait(0, std::memory_order_acquire);
+  TROUPE_ASSERT(wake_flag_.load(std::memory_order_relaxed) == 1, "P3: the wake flag is 0 or 1");
   wake_flag_.store(0, std::memory_order_relaxed);
   return !s.stop_.load(std::memory_order_acquire);
 }
@@ -394,7 +401,8 @@ void scheduler::wake_one() noexcept {
     if (searching_.load(std::memory_order_seq_cst) != 0) return;
     w = idle_list_.back();
     idle_list_.pop_back();
-    idle_.fetch_sub(1, std::memory_order_seq_cst);
+    [[maybe_unused]] const auto idle = idle_.fetch_sub(1, std::memory_order_seq_cst);
+    TROUPE_ASSERT(idle == idle_list_.size() + 1, "P1: idle_ counts the workers on the idle list");
     searching_.fetch_add(1, std::memory_order_seq_cst);  // it wakes up searching
   }
   w->wake_flag_.store(1, std::memory_order_release);

@@ -13,6 +13,13 @@
 // Idle workers spin according to the polling strategy (moderate: as long as
 // spinning has recently paid off, see worker::search), then park on a futex;
 // a producer wakes a parked worker only when nobody is searching for work.
+//
+// Invariants of parking (TROUPE_ASSERT in debug and sanitizer builds):
+//   P1 a worker is on the idle list at most once, and idle_ counts the list;
+//   P2 searching_ counts the workers between leaving their work and parking
+//      (never below zero); a woken worker comes back searching;
+//   P3 a worker's wake flag is 0 or 1, set by the one waker that took it
+//      off the list (or by stop()), cleared by the worker itself.
 #pragma once
 
 #include <atomic>
@@ -25,6 +32,7 @@
 
 #include "troupe/runtime/config.hpp"
 #include "troupe/detail/resumable.hpp"
+#include "troupe/detail/tuning.hpp"
 #include "troupe/util/affinity.hpp"
 #include "troupe/util/cache.hpp"
 
@@ -44,7 +52,7 @@ class alignas(cache_line) worker {
   friend scheduler* current_scheduler() noexcept;
 
  public:
-  static constexpr std::uint64_t ring_size = 1024;
+  static constexpr std::uint64_t ring_size = tuning::worker_ring;
 
   worker(scheduler& s, std::size_t index);
 
@@ -79,7 +87,7 @@ class alignas(cache_line) worker {
   std::uint32_t spin_budget_;  // search rounds before parking (moderate adapts it)
   std::vector<resumable*> seen_next_;  // per victim: its next slot one round ago
 
-  static constexpr std::int64_t lifo_size = 4096;
+  static constexpr std::int64_t lifo_size = tuning::worker_deque;
   alignas(cache_line) std::atomic<std::int64_t> lifo_top_{0};  // thieves
   alignas(cache_line) std::atomic<std::int64_t> lifo_bottom_{0};  // owner
   std::atomic<resumable*> lifo_[lifo_size];

@@ -73,7 +73,7 @@ class local_actor : public actor_cell {
   /// Sends only if `dest` holds fewer than `limit` queued messages; returns
   /// whether it sent (the papers' send_next_if, for actors).
   template <class... Ts>
-  bool send_if(const actor& dest, std::size_t limit, Ts&&... xs) {
+  [[nodiscard]] bool send_if(const actor& dest, std::size_t limit, Ts&&... xs) {
     if (!dest || dest->mailbox_size() >= limit) return false;
     return dest->enqueue_if(detail::make_message(handle(), 0, std::forward<Ts>(xs)...), limit);
   }

@@ -10,6 +10,15 @@
 // be freed (no handle, no message) and how long its mailbox is (send_if).
 // Users never touch this class directly; they use actor handles and the
 // event_actor / blocking_actor APIs.
+//
+// Invariants of the word (checked by TROUPE_ASSERT in debug and sanitizer
+// builds):
+//   M1 the handle count never goes below zero (a release has a reference);
+//   M2 the message count never goes below zero (only announced messages are
+//      settled) and never reaches bit 63 (2^31 messages at most);
+//   M3 "closed" is set once, by terminate(), and never cleared;
+//   M4 the cell is freed exactly when the word reaches "closed, no handle, no
+//      message" (or zero, for a cell that never ran).
 #pragma once
 
 #include <atomic>
@@ -20,6 +29,7 @@
 #include "troupe/actor/actor.hpp"
 #include "troupe/actor/error.hpp"
 #include "troupe/actor/message.hpp"
+#include "troupe/detail/assert.hpp"
 #include "troupe/detail/resumable.hpp"
 #include "troupe/detail/mpsc_queue.hpp"
 
@@ -63,14 +73,14 @@ class actor_cell : public detail::resumable {
 
   /// Like enqueue, but only if fewer than `limit` messages are queued; the
   /// check and the insertion are one atomic step. On false `n` is destroyed.
-  bool enqueue_if(detail::message_node* n, std::size_t limit) noexcept;
+  [[nodiscard]] bool enqueue_if(detail::message_node* n, std::size_t limit) noexcept;
 
   // --- reference counting (see actor.hpp) ---
   void add_ref() noexcept { word_.fetch_add(ref_one, std::memory_order_relaxed); }
   void release() noexcept { release_n(1); }
   void release_n(std::uint32_t n) noexcept;
   /// Adds a reference unless the actor has ended or is being freed.
-  bool try_add_ref() noexcept;
+  [[nodiscard]] bool try_add_ref() noexcept;
 
   // --- links and monitors (any thread) ---
   /// `watcher` receives a down_msg when this actor ends (at once if it has).

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "troupe/detail/resumable.hpp"
+#include "troupe/detail/tuning.hpp"
 #include "troupe/stream/metrics.hpp"
 #include "troupe/stream/options.hpp"
 #include "troupe/util/affinity.hpp"
@@ -68,8 +69,8 @@ enum class step_result {
 struct runner_settings {
   std::size_t replica = 0;          // index among its stage's replicas
   std::size_t replicas = 1;         // replicas of its stage
-  std::size_t batch = 512;          // elements per activation
-  std::size_t latency_sample = 64;  // sinks measure one element in this many
+  std::size_t batch = tuning::batch;  // elements per activation
+  std::size_t latency_sample = tuning::latency_sample;  // sinks measure one element in this many
   stream::failure on_error = stream::failure::cancel;
   bool dedicated = false;           // its own thread instead of the scheduler
   affinity cores;                   // dedicated: where its thread may run

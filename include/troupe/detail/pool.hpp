@@ -14,6 +14,8 @@
 #include <new>
 #include <utility>
 
+#include "troupe/detail/tuning.hpp"
+
 namespace troupe {
 
 inline constexpr std::size_t pool_max_size = 512;
@@ -32,7 +34,7 @@ struct pool_cache {
 };
 
 /// Limit of a thread's free list per size class before it spills a batch.
-inline constexpr std::size_t pool_local_limit = 256;
+inline constexpr std::size_t pool_local_limit = tuning::pool_local_limit;
 
 extern thread_local constinit pool_cache pool_tls;
 void* pool_refill(std::size_t size_class);

@@ -10,6 +10,38 @@
 
 namespace troupe::detail::tuning {
 
+// ---- actor system (defaults of config fields)
+/// Messages an actor handles per activation: long enough that a busy actor
+/// keeps its cache warm, short enough that others on its worker wait
+/// microseconds, not milliseconds (CAF's max-throughput plays this part).
+inline constexpr std::size_t throughput = 100;
+/// Queued messages above which a mailbox counts as overloaded (senders
+/// yield after their current message): well above a burst, far below memory.
+inline constexpr std::size_t mailbox_soft_limit = 1024;
+
+// ---- scheduler
+/// Search rounds before an idle worker parks (a round visits every victim
+/// and pauses ~0.3-1 us): moderate polling up to ~50 us, relaxed ~5 us.
+/// Moderate adapts between the two (scheduler.cpp).
+inline constexpr std::uint32_t spin_rounds_moderate = 100;
+inline constexpr std::uint32_t spin_rounds_relaxed = 10;
+/// A worker's FIFO ring of actors that yielded; overflow goes to the global
+/// queue. 1024 x 8 bytes: thousands of runnable actors per worker before a lock.
+inline constexpr std::uint64_t worker_ring = 1024;
+/// A worker's Chase-Lev deque of forked tasks and woken actors.
+inline constexpr std::int64_t worker_deque = 4096;
+/// Senders whose message references a worker gives back in batches (fan-in
+/// interleaves a few), and how many references at most before it does.
+inline constexpr int release_slots = 4;
+inline constexpr std::uint32_t release_batch = 1024;
+/// Locks of the live-actor list (spawn and exit take one).
+inline constexpr std::size_t live_shards = 16;
+
+// ---- memory
+/// Blocks a thread keeps per size class before it returns a batch (half of
+/// this) to the shared depot: a producer/consumer pair recycles in place.
+inline constexpr std::size_t pool_local_limit = 256;
+
 // ---- stream graphs
 /// Default slots per channel: 1024 x a 24-byte tuple is 24 KiB, inside L2,
 /// and deep enough that a producer rarely waits on a consumer's hiccup.

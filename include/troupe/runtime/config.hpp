@@ -25,6 +25,8 @@
 #include <string>
 #include <string_view>
 
+#include "troupe/detail/tuning.hpp"
+
 namespace troupe {
 
 enum class polling { aggressive, moderate, relaxed };
@@ -51,8 +53,8 @@ class config_error : public std::invalid_argument {
 struct config {
   std::size_t workers = 0;                                 ///< 0: one per available core (at most 4096)
   troupe::polling polling = troupe::polling::moderate;     ///< how idle workers wait
-  std::size_t throughput = 100;                            ///< messages per activation, >= 1
-  std::size_t mailbox_soft_limit = 1024;                   ///< >= 1
+  std::size_t throughput = detail::tuning::throughput;    ///< messages per activation, >= 1
+  std::size_t mailbox_soft_limit = detail::tuning::mailbox_soft_limit;  ///< >= 1
   std::string worker_affinity{};                             ///< affinity string of the workers ("" = none)
   std::string detached_affinity{};                           ///< ... of actors on threads of their own
   std::string blocking_affinity{};                           ///< ... of blocking actors

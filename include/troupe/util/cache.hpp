@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <thread>
 
+#include "troupe/detail/tuning.hpp"
+
 namespace troupe {
 
 /// Size used to keep independently written fields on separate cache lines.
@@ -27,7 +29,7 @@ inline void cpu_relax() noexcept {
 /// One step of a bounded busy wait: the CPU hint for the first 64 calls
 /// (counted in `spins`), then yielding the thread to the OS.
 inline void spin_then_yield(unsigned& spins) noexcept {
-  if (++spins < 64) cpu_relax();
+  if (++spins < detail::tuning::spins_before_yield) cpu_relax();
   else std::this_thread::yield();
 }
 

@@ -8,6 +8,12 @@
 // only when the cached value says full (producer) or empty (consumer). The
 // two indices live on separate cache lines. No allocation after construction;
 // move-only T works.
+//
+// Invariants (TROUPE_ASSERT, debug and sanitizer builds), with head the
+// consumer's index, tail the published one and next the producer's own:
+//   R1 head <= tail <= next <= head + capacity (nothing is overwritten);
+//   R2 the consumer reads only slots below tail (published values);
+//   R3 only the producer moves tail and next, only the consumer moves head.
 #pragma once
 
 #include <atomic>
@@ -18,6 +24,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "troupe/detail/assert.hpp"
 #include "troupe/util/cache.hpp"
 
 namespace troupe {
@@ -39,25 +46,26 @@ class spsc_ring {
 
   /// Producer. false when full (the value is left untouched).
   template <class... Args>
-  bool try_emplace(Args&&... args) {
+  [[nodiscard]] bool try_emplace(Args&&... args) {
     if (!try_emplace_unpublished(std::forward<Args>(args)...)) return false;
     publish();
     return true;
   }
-  bool try_push(T&& v) { return try_emplace(std::move(v)); }
-  bool try_push(const T& v) { return try_emplace(v); }
+  [[nodiscard]] bool try_push(T&& v) { return try_emplace(std::move(v)); }
+  [[nodiscard]] bool try_push(const T& v) { return try_emplace(v); }
 
   /// Producer. Like try_emplace, but the consumer sees the value only after
   /// the next publish() (or a later try_emplace): a batch of values then
   /// costs one index store, and a consumer polling the ring one cache-line
   /// transfer of the index instead of one per value.
   template <class... Args>
-  bool try_emplace_unpublished(Args&&... args) {
+  [[nodiscard]] bool try_emplace_unpublished(Args&&... args) {
     const auto t = next_;
     if (t - cached_head_ > mask_) {
       cached_head_ = head_.load(std::memory_order_acquire);
       if (t - cached_head_ > mask_) return false;
     }
+    TROUPE_ASSERT(t - cached_head_ <= mask_, "R1: a push would overwrite a value not yet consumed");
     ::new (slots_[t & mask_].bytes) T(std::forward<Args>(args)...);
     next_ = t + 1;
     return true;
@@ -65,6 +73,7 @@ class spsc_ring {
   /// Producer. Makes every value pushed so far visible; true if there were
   /// unpublished ones.
   bool publish() noexcept {
+    TROUPE_ASSERT(published_ <= next_, "R1: published past the producer's index");
     if (next_ == published_) return false;
     published_ = next_;
     tail_.store(next_, std::memory_order_release);
@@ -87,11 +96,12 @@ class spsc_ring {
   /// Consumer. Destroys the front value; precondition: front() != nullptr.
   void pop() noexcept {
     const auto h = head_.load(std::memory_order_relaxed);
+    TROUPE_ASSERT(h != tail_.load(std::memory_order_acquire), "R2: pop() on an empty ring");
     std::launder(reinterpret_cast<T*>(slots_[h & mask_].bytes))->~T();
     head_.store(h + 1, std::memory_order_release);
   }
   /// Consumer. Moves the oldest value into `out`; false when empty.
-  bool try_pop(T& out) {
+  [[nodiscard]] bool try_pop(T& out) {
     T* v = front();
     if (v == nullptr) return false;
     out = std::move(*v);
@@ -110,6 +120,7 @@ class spsc_ring {
       cached_tail_ = tail_.load(std::memory_order_acquire);
       if (h == cached_tail_) return 0;
     }
+    TROUPE_ASSERT(cached_tail_ - h <= mask_ + 1, "R1: more published values than the ring holds");
     const std::size_t n = cached_tail_ - h < max ? cached_tail_ - h : max;
     std::size_t i = 0;
     while (i < n) {
