@@ -41,7 +41,7 @@ int main() {
   int waits = 0;
   self->receive([&](long s) { sum = s; });
   self->receive([&](int w) { waits = w; });
-  std::cout << "sum " << sum << ", longest mailbox " << longest << " (limit " << limit << "), producer waited "
-            << waits << " times\n";
+  std::cout << "sum " << sum << ", longest mailbox " << longest << " (limit " << limit << "), producer waited " << waits
+            << " times\n";
   return sum == long{items} * (items + 1) / 2 && longest <= limit ? 0 : 1;
 }

@@ -38,9 +38,9 @@ int main() {
         [](std::unique_ptr<int>& p) { return *p + 1; },  // move-only values work
     };
   });
-  auto counter = sys.spawn([](troupe::actor_ctx&, int start) {
-    return troupe::behavior{[n = start](int x) mutable { return n += x; }};
-  }, 10);
+  auto counter = sys.spawn(
+      [](troupe::actor_ctx&, int start) { return troupe::behavior{[n = start](int x) mutable { return n += x; }}; },
+      10);
   auto counter2 = sys.spawn<counter_actor>(10);
   sys.registry().put("counter", counter);  // registers (or replaces) a name
   troupe::scoped_actor self{sys};

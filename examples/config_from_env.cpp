@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   setenv("TROUPE_WORKERS", "2", /*overwrite=*/0);  // a default, unless the shell set one
   troupe::config cfg;
   try {
-    cfg.load_env();  // TROUPE_WORKERS, TROUPE_POLLING, TROUPE_THROUGHPUT, TROUPE_*_AFFINITY
+    cfg.load_env();                   // TROUPE_WORKERS, TROUPE_POLLING, TROUPE_THROUGHPUT, TROUPE_*_AFFINITY
     for (int i = 1; i < argc; ++i) {  // then key=value arguments, by name
       std::string arg = argv[i];
       auto eq = arg.find('=');

@@ -14,7 +14,7 @@ namespace st = troupe::stream;
 int main() {
   troupe::actor_system sys;
   // [failures]
-  auto parse = troupe::seq{[](std::string s) {
+  auto parse = troupe::seq{[](const std::string& s) {
     if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
       throw std::invalid_argument{"not a number: '" + s + "'"};
     return std::stoi(s);
@@ -23,10 +23,8 @@ int main() {
   // skip: a bad element is dropped and reported; the graph goes on.
   troupe::scoped_actor self{sys};
   int sum = 0;
-  auto g = troupe::spawn_pattern(
-      sys,
-      troupe::pipeline{troupe::farm{parse, 2}, st::sink([&](int x) { sum += x; })},
-      {.on_error = st::failure::skip, .errors_to = self.handle()});
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{troupe::farm{parse, 2}, st::sink([&](int x) { sum += x; })},
+                                 {.on_error = st::failure::skip, .errors_to = self.handle()});
   for (const char* s : {"1", "2", "x3", "4"}) self->send(g, std::string{s});
   std::string reported;
   self->receive([&](st::element_failed& f) { reported = f.node + ": " + f.error.message(); });

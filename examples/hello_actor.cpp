@@ -1,13 +1,12 @@
 // hello_actor: spawn an actor from a lambda, ask it a question, check the answer.
-#include <troupe/troupe.hpp>
 #include <iostream>
 #include <string>
+#include <troupe/troupe.hpp>
 
 int main() {
   troupe::actor_system sys;  // one worker per available core
-  auto greeter = sys.spawn([](troupe::actor_ctx&) {
-    return troupe::behavior{[](const std::string& who) { return "hello, " + who; }};
-  });
+  auto greeter = sys.spawn(
+      [](troupe::actor_ctx&) { return troupe::behavior{[](const std::string& who) { return "hello, " + who; }}; });
   troupe::scoped_actor self{sys};  // lets main() send, request and receive
   std::string answer;
   self->request(greeter, std::chrono::seconds{10}, std::string{"world"})

@@ -21,14 +21,11 @@ int main() {
       std::iota(data.begin(), data.end(), 0);
       std::function<long(const int&)> times_a = [a](const int& x) { return long{x} * a; };
       s.request(acc, std::chrono::seconds{10}, std::move(times_a), std::move(data))
-          .then([&s, me, a](std::vector<long>& out) {
-            s.send(me, a, std::accumulate(out.begin(), out.end(), 0L));
-          });
+          .then([&s, me, a](std::vector<long>& out) { s.send(me, a, std::accumulate(out.begin(), out.end(), 0L)); });
     });
   // [/accelerator]
   bool ok = true;
-  for (int i = 0; i < 10; ++i)
-    self->receive([&](int a, long sum) { ok = ok && sum == 499'500L * a; });
+  for (int i = 0; i < 10; ++i) self->receive([&](int a, long sum) { ok = ok && sum == 499'500L * a; });
   std::printf("10 concurrent maps on the accelerator: %s\n", ok ? "all correct" : "WRONG");
   return ok ? 0 : 1;
 }

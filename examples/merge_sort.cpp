@@ -14,14 +14,21 @@ int main() {
   for (auto& x : v) x = static_cast<int>(rng());
 
   using range = std::span<int>;
-  troupe::divide_and_conquer(sys, range{v}, troupe::dac{
-      .is_base = [](const range& r) { return r.size() <= 65'536; },
-      .solve = [](range r) { std::sort(r.begin(), r.end()); return r; },
-      .divide = [](range r) { return std::vector<range>{r.subspan(0, r.size() / 2), r.subspan(r.size() / 2)}; },
-      .combine = [](range r, std::vector<range> parts) {
-        std::inplace_merge(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(parts[0].size()), r.end());
-        return r;
-      }});
+  troupe::divide_and_conquer(
+      sys, range{v},
+      troupe::dac{
+          .is_base = [](const range& r) { return r.size() <= 65'536; },
+          .solve =
+              [](range r) {
+                std::sort(r.begin(), r.end());
+                return r;
+              },
+          .divide = [](range r) { return std::vector<range>{r.subspan(0, r.size() / 2), r.subspan(r.size() / 2)}; },
+          .combine =
+              [](range r, std::vector<range> parts) {
+                std::inplace_merge(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(parts[0].size()), r.end());
+                return r;
+              }});
 
   bool ok = std::is_sorted(v.begin(), v.end());
   std::printf("sorted %zu ints: %s\n", v.size(), ok ? "yes" : "NO");

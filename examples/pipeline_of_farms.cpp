@@ -16,9 +16,9 @@ int main() {
   // [pattern]
   auto pattern = troupe::pipeline{
       troupe::farm{troupe::seq{[](order o) { return order{o.customer, o.amount * 1.2}; }}, 4},  // round robin
-      troupe::farm{troupe::seq{[](order o) { return std::to_string(o.customer) + ": " + std::to_string(o.amount); }},
-                   2, troupe::by_key{&order::customer}},  // one customer, one replica
-      troupe::seq{[](std::string s) { return "[" + s + "]"; }}};
+      troupe::farm{troupe::seq{[](order o) { return std::to_string(o.customer) + ": " + std::to_string(o.amount); }}, 2,
+                   troupe::by_key{&order::customer}},  // one customer, one replica
+      troupe::seq{[](const std::string& s) { return "[" + s + "]"; }}};
   auto p = troupe::spawn_pattern(sys, pattern);  // converts to its entry actor
 
   troupe::scoped_actor self{sys};

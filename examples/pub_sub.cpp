@@ -37,7 +37,7 @@ int main() {
   // handled at once (dropped, as no down handler is set), not kept for later.
   for (int i = 0; i < 2 * subscribers; ++i)
     self->receive([&](double sum) { right += sum == 100.0 ? 1 : 0; }, [&](troupe::down_msg&) { ++ended; });
-  std::cout << right << " of " << subscribers << " subscribers saw every tick; "
-            << prices.subscriber_count() << " left in '" << prices.name() << "'\n";
+  std::cout << right << " of " << subscribers << " subscribers saw every tick; " << prices.subscriber_count()
+            << " left in '" << prices.name() << "'\n";
   return right == subscribers && ended == subscribers && prices.subscriber_count() == 0 ? 0 : 1;
 }

@@ -31,7 +31,8 @@ int main() {
   // Its behavior is empty, so it ends by itself once both answers are in.
   sys.spawn([me, formatter](troupe::actor_ctx& client) {
     client.request(formatter, 5s, 17, 5).then([&client, me](std::string& s) { client.send(me, s); });
-    client.request(formatter, 5s, 2.5)  // nobody handles a double: an error comes back
+    client
+        .request(formatter, 5s, 2.5)  // nobody handles a double: an error comes back
         .then([&client, me]() { client.send(me, troupe::errc::none); },
               [&client, me](troupe::error& e) { client.send(me, e.code()); });
   });
@@ -41,7 +42,12 @@ int main() {
   self->receive([&](troupe::errc c) { code = c; });
   int q = 0, r = 0;  // main() blocks on its requests instead
   self->request(divider, 5s, divide_atom{}, 7, 2)
-      .receive([&](int x, int y) { q = x; r = y; }, [](troupe::error& e) { std::cerr << e.to_string() << '\n'; });
+      .receive(
+          [&](int x, int y) {
+            q = x;
+            r = y;
+          },
+          [](troupe::error& e) { std::cerr << e.to_string() << '\n'; });
   std::cout << "17 / 5 = " << text << "; 2.5 -> " << troupe::to_string(code) << "; 7 / 2 = " << q << " rest " << r
             << '\n';
   return text == "3 rest 2" && code == troupe::errc::unexpected_message && q == 3 && r == 1 ? 0 : 1;

@@ -26,17 +26,17 @@ int main() {
 
   troupe::actor_system sys;
   auto g = troupe::spawn_pattern(
-      sys, troupe::pipeline{
-               st::source([&, i = std::size_t{0}]() mutable -> std::optional<std::string> {
-                 if (i == 3 * lines.size()) return std::nullopt;  // three passes over the text
-                 return lines[i++ % lines.size()];
-               }),
-               st::flat_map<std::string>([](std::string& line, st::emitter<std::string>& out) {
-                 std::istringstream words{line};
-                 for (std::string w; words >> w;) out.send_next(std::move(w));
-               }),
-               troupe::farm{counter{}, 3, troupe::by_key{std::identity{}}},  // the word is the key (no copy)
-               st::sink([&](const std::pair<std::string, int>& wc) { final_count[wc.first] = wc.second; })});
+      sys,
+      troupe::pipeline{st::source([&, i = std::size_t{0}]() mutable -> std::optional<std::string> {
+                         if (i == 3 * lines.size()) return std::nullopt;  // three passes over the text
+                         return lines[i++ % lines.size()];
+                       }),
+                       st::flat_map<std::string>([](std::string& line, st::emitter<std::string>& out) {
+                         std::istringstream words{line};
+                         for (std::string w; words >> w;) out.send_next(std::move(w));
+                       }),
+                       troupe::farm{counter{}, 3, troupe::by_key{std::identity{}}},  // the word is the key (no copy)
+                       st::sink([&](const std::pair<std::string, int>& wc) { final_count[wc.first] = wc.second; })});
   g.wait();  // every node saw the end of the stream; rethrows a node's exception
   // [/graph]
 

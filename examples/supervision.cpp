@@ -12,7 +12,7 @@ troupe::behavior worker(troupe::actor_ctx&) {
   return {[](int x) { return 2 * x; }, [](crash_atom) { throw std::runtime_error("crashed on purpose"); }};
 }
 
-troupe::behavior supervisor(troupe::actor_ctx& self, troupe::actor report) {
+troupe::behavior supervisor(troupe::actor_ctx& self, const troupe::actor& report) {
   auto start = [&self, report](int restarts) {
     auto w = self.spawn(worker);
     self.link_to(w);
@@ -32,7 +32,7 @@ int main() {
   auto sup = sys.spawn(supervisor, self.handle());
   troupe::actor w, fresh;
   int restarts = -1, doubled = 0;
-  self->receive([&](int, troupe::actor a) { w = a; });
+  self->receive([&](int, const troupe::actor& a) { w = a; });
   auto partner = sys.spawn([w](troupe::actor_ctx& p) {  // linked, no exit handler
     p.link_to(w);
     return troupe::behavior{[](int x) { return x; }};
@@ -43,14 +43,14 @@ int main() {
   troupe::error worker_reason, partner_reason;
   for (int i = 0; i < 2; ++i)
     self->receive([&](troupe::down_msg& m) { (m.source == w ? worker_reason : partner_reason) = m.reason; });
-  self->receive([&](int n, troupe::actor a) {
+  self->receive([&](int n, const troupe::actor& a) {
     restarts = n;
     fresh = a;
   });
   self->request(fresh, 5s, 21).receive([&](int v) { doubled = v; }, [](troupe::error&) {});
   std::cout << "worker: " << worker_reason.to_string() << "\npartner: " << partner_reason.to_string()
             << "\nrestarts: " << restarts << ", the replacement answers " << doubled << '\n';
-  bool ok = worker_reason == troupe::errc::unhandled_exception &&
-            partner_reason == troupe::errc::unhandled_exception && restarts == 1 && doubled == 42;
+  bool ok = worker_reason == troupe::errc::unhandled_exception && partner_reason == troupe::errc::unhandled_exception &&
+            restarts == 1 && doubled == 42;
   return ok ? 0 : 1;
 }

@@ -16,9 +16,7 @@ calculator::behavior_type calculator_impl(troupe::actor_ctx&) {
 
 // What compiles: `sendable<...>` is false where self.send(calc, ...) would not compile.
 template <class... Ts>
-concept sendable = requires(troupe::blocking_actor& self, calculator calc, Ts... xs) {
-  self.send(calc, xs...);
-};
+concept sendable = requires(troupe::blocking_actor& self, calculator calc, Ts... xs) { self.send(calc, xs...); };
 static_assert(sendable<add_atom, int, int>);
 static_assert(!sendable<std::string>);    // not in the interface
 static_assert(!sendable<add_atom, int>);  // wrong arity

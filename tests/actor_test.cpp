@@ -21,12 +21,13 @@ T ask(troupe::actor_system& sys, const troupe::actor& a, auto... xs) {
   troupe::scoped_actor self{sys};
   T result{};
   bool got = false;
-  self->request(a, 5s, std::move(xs)...).receive(
-      [&](T v) {
-        result = v;
-        got = true;
-      },
-      [](error& e) { ADD_FAILURE() << e.to_string(); });
+  self->request(a, 5s, std::move(xs)...)
+      .receive(
+          [&](T v) {
+            result = v;
+            got = true;
+          },
+          [](error& e) { ADD_FAILURE() << e.to_string(); });
   EXPECT_TRUE(got);
   return result;
 }
@@ -54,9 +55,9 @@ TEST(actor, lambda_actor_replies_to_request) {
 
 TEST(actor, spawn_arguments_reach_the_function) {
   troupe::actor_system sys{two_workers()};
-  auto a = sys.spawn([](event_actor&, int base, std::string s) {
-    return behavior{[base, s](int x) { return s + std::to_string(base + x); }};
-  }, 40, std::string{"n="});
+  auto a = sys.spawn([](event_actor&, int base,
+                        std::string s) { return behavior{[base, s](int x) { return s + std::to_string(base + x); }}; },
+                     40, std::string{"n="});
   EXPECT_EQ(ask<std::string>(sys, a, 2), "n=42");
 }
 
@@ -83,8 +84,7 @@ TEST(actor, mutable_lambda_state) {
 TEST(actor, several_values_per_message_select_handler_by_types) {
   troupe::actor_system sys{two_workers()};
   auto a = sys.spawn([](event_actor&) {
-    return behavior{[](int a, int b) { return a + b; },
-                    [](int a, double b) { return static_cast<int>(a * b); },
+    return behavior{[](int a, int b) { return a + b; }, [](int a, double b) { return static_cast<int>(a * b); },
                     [](const std::string& s, int n) { return static_cast<int>(s.size()) * n; }};
   });
   EXPECT_EQ(ask<int>(sys, a, 2, 3), 5);
@@ -94,9 +94,7 @@ TEST(actor, several_values_per_message_select_handler_by_types) {
 
 TEST(actor, move_only_messages) {
   troupe::actor_system sys{two_workers()};
-  auto a = sys.spawn([](event_actor&) {
-    return behavior{[](std::unique_ptr<int>& p) { return *p + 1; }};
-  });
+  auto a = sys.spawn([](event_actor&) { return behavior{[](std::unique_ptr<int>& p) { return *p + 1; }}; });
   EXPECT_EQ(ask<int>(sys, a, std::make_unique<int>(41)), 42);
 }
 

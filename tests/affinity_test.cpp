@@ -39,13 +39,11 @@ affinity_error parse_error(const std::string& text, bool for_machine = false) {
 }
 
 // Asserts the error for `text` is at `pos` and its problem mentions `what`.
-void expect_error(const std::string& text, std::size_t pos,
-                  const std::string& what, bool for_machine = false) {
+void expect_error(const std::string& text, std::size_t pos, const std::string& what, bool for_machine = false) {
   SCOPED_TRACE("text: \"" + text + "\"");
   affinity_error e = parse_error(text, for_machine);
   EXPECT_EQ(e.position(), pos) << e.what();
-  EXPECT_NE(e.problem().find(what), std::string::npos)
-      << "problem: " << e.problem();
+  EXPECT_NE(e.problem().find(what), std::string::npos) << "problem: " << e.problem();
   EXPECT_EQ(e.text(), text);
 }
 
@@ -109,10 +107,8 @@ TEST(affinity, degenerate_range_and_leading_zeros) {
 
 TEST(affinity, whitespace_variations) {
   const cores g0{0}, g1{2, 3, 4}, g2{1, 5};
-  for (const char* s :
-       {"<0><2-4><1,5>", "<0> <2-4> <1, 5>", "  <0>  <2-4>  <1,5>  ",
-        "< 0 > < 2 - 4 > < 1 , 5 >", "\t<0>\t<2\t-\t4>\t<1\t,\t5>\t",
-        "<0>\n<2-4>\r\n<1,5>\n"}) {
+  for (const char* s : {"<0><2-4><1,5>", "<0> <2-4> <1, 5>", "  <0>  <2-4>  <1,5>  ", "< 0 > < 2 - 4 > < 1 , 5 >",
+                        "\t<0>\t<2\t-\t4>\t<1\t,\t5>\t", "<0>\n<2-4>\r\n<1,5>\n"}) {
     SCOPED_TRACE(s);
     affinity a = affinity::parse(s);
     ASSERT_EQ(a.group_count(), 3u);
@@ -133,8 +129,7 @@ TEST(affinity, error_message_names_string_position_and_problem) {
   EXPECT_EQ(e.position(), 7u);
   EXPECT_EQ(e.text(), "<0> <2-x>");
   const std::string what = e.what();
-  EXPECT_NE(what.find("affinity string \"<0> <2-x>\""), std::string::npos)
-      << what;
+  EXPECT_NE(what.find("affinity string \"<0> <2-x>\""), std::string::npos) << what;
   EXPECT_NE(what.find("at position 7"), std::string::npos) << what;
   EXPECT_NE(what.find("expected a core id"), std::string::npos) << what;
   EXPECT_NE(what.find(e.problem()), std::string::npos) << what;
@@ -152,8 +147,7 @@ TEST(affinity, error_missing_open_bracket) {
 TEST(affinity, error_missing_close_bracket) {
   expect_error("<0", 2, "missing '>'");
   expect_error("<0-3 ", 5, "missing '>'");
-  expect_error("<0> <1,2", 8,
-               "missing '>' to close the group opened at position 4");
+  expect_error("<0> <1,2", 8, "missing '>' to close the group opened at position 4");
   expect_error("<0 <1>", 3, "missing '>'");
   expect_error("<", 1, "expected a core id");
   expect_error("<0>   <", 7, "missing '>'");
@@ -217,8 +211,7 @@ TEST(affinity, error_too_many_cores_in_total) {
   std::string s;
   for (int i = 0; i < 70; ++i) s += "<0-65535>";
   affinity_error e = parse_error(s);
-  EXPECT_NE(e.problem().find("too many cores"), std::string::npos)
-      << e.problem();
+  EXPECT_NE(e.problem().find("too many cores"), std::string::npos) << e.problem();
   EXPECT_EQ(e.position() % 9, 0u);
 }
 
@@ -260,11 +253,9 @@ TEST(affinity, parse_for_machine_rejects_unavailable_cores) {
   expect_error("<4096>", 1, "is not available on this machine", true);
   // A range whose end is missing points at the end.
   const std::string text = "<" + f + "-" + m + ">";
-  expect_error(text, 2 + f.size(), "core " + m + " (in range " + f + "-" + m,
-               true);
+  expect_error(text, 2 + f.size(), "core " + m + " (in range " + f + "-" + m, true);
   // A range whose start is missing points at the start.
-  expect_error("<" + m + "-" + std::to_string(missing + 5) + ">", 1,
-               "core " + m + " (in range", true);
+  expect_error("<" + m + "-" + std::to_string(missing + 5) + ">", 1, "core " + m + " (in range", true);
   // parse alone accepts the same strings.
   EXPECT_NO_THROW((void)affinity::parse(text));
   EXPECT_NO_THROW((void)affinity::parse("<4096>"));
@@ -306,9 +297,7 @@ TEST(affinity, pin_current_thread_to_first_available_core) {
 
 TEST(affinity, pin_current_thread_to_a_group) {
   const cores av = troupe::available_cores();
-  affinity a = affinity::parse_for_machine(
-      "<" + std::to_string(av.front()) + "-" + std::to_string(av.back()) +
-      ">");
+  affinity a = affinity::parse_for_machine("<" + std::to_string(av.front()) + "-" + std::to_string(av.back()) + ">");
   bool pinned = false;
   int cpu = -1;
   std::thread t([&] {

@@ -65,17 +65,15 @@ TEST_P(answering_graph, many_actors_request_at_once_and_each_gets_its_own_answer
       }
       return troupe::behavior{};
     });
-  for (int i = 0; i < actors; ++i)
-    self->receive([](int a, bool ok) { EXPECT_TRUE(ok) << "actor " << a; });
+  for (int i = 0; i < actors; ++i) self->receive([](int a, bool ok) { EXPECT_TRUE(ok) << "actor " << a; });
 }
 
 TEST_P(answering_graph, a_request_gets_the_first_result_and_a_plain_send_every_result) {
   troupe::actor_system sys{cfg()};
   auto p = troupe::spawn_pattern(
-      sys,
-      troupe::pipeline{st::flat_map<std::int64_t>([](std::int64_t& x, st::emitter<std::int64_t>& out) {
-                         for (std::int64_t k = 0; k < x; ++k) out.send_next(x * 100 + k);
-                       })},
+      sys, troupe::pipeline{st::flat_map<std::int64_t>([](std::int64_t& x, st::emitter<std::int64_t>& out) {
+        for (std::int64_t k = 0; k < x; ++k) out.send_next(x * 100 + k);
+      })},
       opts());
   troupe::scoped_actor self{sys};
   auto r = ask<std::int64_t>(self, p, std::int64_t{3});
@@ -89,8 +87,8 @@ TEST_P(answering_graph, a_request_gets_the_first_result_and_a_plain_send_every_r
 
 TEST_P(answering_graph, an_item_without_a_result_is_answered_with_an_error) {
   troupe::actor_system sys{cfg()};
-  auto p = troupe::spawn_pattern(sys, troupe::farm{st::filter([](const std::int64_t& x) { return x % 2 == 0; }), 2},
-                                 opts());
+  auto p =
+      troupe::spawn_pattern(sys, troupe::farm{st::filter([](const std::int64_t& x) { return x % 2 == 0; }), 2}, opts());
   troupe::scoped_actor self{sys};
   auto kept = ask<std::int64_t>(self, p, std::int64_t{4});
   ASSERT_TRUE(kept.value);
@@ -121,13 +119,12 @@ TEST_P(answering_graph, results_to_takes_the_results_of_plain_sends_and_anonymou
 
 TEST_P(answering_graph, a_failure_ends_the_entry_with_the_error_and_answers_the_requester) {
   troupe::actor_system sys{cfg()};
-  auto p = troupe::spawn_pattern(sys,
-                                 troupe::pipeline{troupe::seq{[](std::int64_t x) { return x; }},
-                                                  troupe::seq{[](std::int64_t x) {
-                                                    if (x == 13) throw std::runtime_error{"unlucky"};
-                                                    return x;
-                                                  }}},
-                                 opts());
+  auto p = troupe::spawn_pattern(
+      sys, troupe::pipeline{troupe::seq{[](std::int64_t x) { return x; }}, troupe::seq{[](std::int64_t x) {
+                              if (x == 13) throw std::runtime_error{"unlucky"};
+                              return x;
+                            }}},
+      opts());
   troupe::scoped_actor self{sys};
   troupe::error reason;
   bool down = false;

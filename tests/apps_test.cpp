@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <tuple>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "lr/lr.hpp"
 #include "wc/wc.hpp"
@@ -69,7 +69,8 @@ TEST(apps_cli, flags_are_parsed_and_bad_ones_named) {
 }
 
 TEST(apps_wc, counts_equal_a_sequential_reference) {
-  const std::string text = "the cat  sat on the mat\nthe end\n\n a b a b a\nunicode: \xc3\xa9t\xc3\xa9 \xc3\xa9t\xc3\xa9\n";
+  const std::string text =
+      "the cat  sat on the mat\nthe end\n\n a b a b a\nunicode: \xc3\xa9t\xc3\xa9 \xc3\xa9t\xc3\xa9\n";
   const auto path = write_file("wc_input.txt", text);
   // Reference: split each line on single spaces, skip empty tokens.
   std::map<std::string, std::uint64_t> want;
@@ -122,7 +123,7 @@ TEST(apps_fd, outliers_equal_a_sequential_reference) {
   const auto m = troupe_apps::fd::model::load(TROUPE_APPS_DATA "/fd_model.txt");
   auto lines = troupe_apps::fd::generate(5000, 40, m, 7);
   lines.insert(lines.begin() + 10, "bad line");
-  lines.insert(lines.begin() + 20, "ABC,123,LNL");  // short transaction id
+  lines.insert(lines.begin() + 20, "ABC,123,LNL");           // short transaction id
   lines.insert(lines.begin() + 30, "ABC,123456789012,XYZ");  // unknown state
   std::string text;
   for (auto& l : lines) text += l + '\n';
@@ -327,7 +328,7 @@ struct lr_reference {
 
 TEST(apps_lr, tolls_and_statistics_equal_a_sequential_reference) {
   auto lines = troupe_apps::lr::generate(25, 1, 2);  // seed 2: accidents spare some tolls
-  lines.insert(lines.begin() + 10, "0,1,2,3");                                        // too few fields
+  lines.insert(lines.begin() + 10, "0,1,2,3");       // too few fields
   lines.insert(lines.begin() + 20, "0,5,100,55,0,1,0,7,9999999,-1,-1,-1,-1,-1,-1");  // position off the road
   lines.insert(lines.begin() + 30, "x,5,100,55,0,1,0,7,36960,-1,-1,-1,-1,-1,-1");    // not a number
   std::string text;

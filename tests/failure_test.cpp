@@ -71,8 +71,8 @@ struct stage_kind {
 template <class Mid>
 auto through(Mid mid) {
   return [mid](troupe::actor_system& sys, collected& c, const st::options& o) {
-    return troupe::spawn_pattern(sys, troupe::pipeline{counting_source(n), mid, st::sink([&c](std::int64_t x) { c.add(x); })},
-                                 o);
+    return troupe::spawn_pattern(
+        sys, troupe::pipeline{counting_source(n), mid, st::sink([&c](std::int64_t x) { c.add(x); })}, o);
   };
 }
 
@@ -83,43 +83,50 @@ std::vector<stage_kind> stage_kinds() {
                    if (i == n) return std::nullopt;
                    return checked(i++);
                  });
-                 return troupe::spawn_pattern(sys, troupe::pipeline{src, st::sink([&c](std::int64_t x) { c.add(x); })}, o);
+                 return troupe::spawn_pattern(sys, troupe::pipeline{src, st::sink([&c](std::int64_t x) { c.add(x); })},
+                                              o);
                }});
   k.push_back({"map", "map", good_values(), through(st::map([](std::int64_t x) { return checked(x); }))});
   k.push_back({"node", "throwing_node", good_values(), through(throwing_node{})});
   k.push_back({"sink", "sink", good_values(), [](troupe::actor_system& sys, collected& c, const st::options& o) {
-                 return troupe::spawn_pattern(sys,
-                                              troupe::pipeline{counting_source(n), st::sink([&c](std::int64_t x) { c.add(checked(x)); })},
-                                              o);
+                 return troupe::spawn_pattern(
+                     sys, troupe::pipeline{counting_source(n), st::sink([&c](std::int64_t x) { c.add(checked(x)); })},
+                     o);
                }});
   k.push_back({"seq", "seq", good_values(), through(troupe::seq{[](std::int64_t x) { return checked(x); }})});
-  k.push_back({"farm", "map", good_values(), through(troupe::farm{st::map([](std::int64_t x) { return checked(x); }), 3})});
+  k.push_back(
+      {"farm", "map", good_values(), through(troupe::farm{st::map([](std::int64_t x) { return checked(x); }), 3})});
   k.push_back({"ordered_farm", "map", good_values(),
-               through(troupe::farm{st::map([](std::int64_t x) { return checked(x); }), 3, troupe::round_robin{}, troupe::ordered})});
+               through(troupe::farm{st::map([](std::int64_t x) { return checked(x); }), 3, troupe::round_robin{},
+                                    troupe::ordered})});
   k.push_back({"branches", "map", good_values(2, 1),
                through(troupe::branches{st::map([](std::int64_t x) { return checked(x); }),
                                         troupe::seq{[](std::int64_t x) { return x; }}})});
-  k.push_back({"placed", "map", good_values(),
-               through(troupe::placed{st::map([](std::int64_t x) { return checked(x); }), troupe::placement::own_thread()})});
+  k.push_back(
+      {"placed", "map", good_values(),
+       through(troupe::placed{st::map([](std::int64_t x) { return checked(x); }), troupe::placement::own_thread()})});
   k.push_back({"count_window", "count_window", good_values(),
-               through(troupe::pipeline{st::count_window<std::int64_t>([](const std::int64_t& x) { return x; }, 1, 1,
-                                                                       [](const std::int64_t&, std::span<const std::int64_t> w) {
-                                                                         return checked(w[0]);
-                                                                       }),
-                                        troupe::seq{[](st::window_result<std::int64_t, std::int64_t> r) { return r.value; }}})});
-  k.push_back({"map_stage", "map_stage", good_values(), [](troupe::actor_system& sys, collected& c, const st::options& o) {
-                 return troupe::spawn_pattern(
-                     sys,
-                     troupe::pipeline{counting_source(n), troupe::seq{[](std::int64_t x) { return std::vector<std::int64_t>{x}; }},
-                                      troupe::map_stage{[](const std::int64_t& x) { return checked(x); }},
-                                      st::sink([&c](std::vector<std::int64_t> v) { c.add(v.at(0)); })},
-                     o);
-               }});
+               through(troupe::pipeline{
+                   st::count_window<std::int64_t>(
+                       [](const std::int64_t& x) { return x; }, 1, 1,
+                       [](const std::int64_t&, std::span<const std::int64_t> w) { return checked(w[0]); }),
+                   troupe::seq{[](st::window_result<std::int64_t, std::int64_t> r) { return r.value; }}})});
+  k.push_back(
+      {"map_stage", "map_stage", good_values(), [](troupe::actor_system& sys, collected& c, const st::options& o) {
+         return troupe::spawn_pattern(
+             sys,
+             troupe::pipeline{counting_source(n),
+                              troupe::seq{[](std::int64_t x) { return std::vector<std::int64_t>{x}; }},
+                              troupe::map_stage{[](const std::int64_t& x) { return checked(x); }},
+                              st::sink([&c](std::vector<std::int64_t> v) { c.add(v.at(0)); })},
+             o);
+       }});
   k.push_back({"dac_stage", "dac_stage", good_values(),
-               through(troupe::dac_stage{troupe::dac{.is_base = [](const std::int64_t&) { return true; },
-                                                     .solve = [](std::int64_t x) { return checked(x); },
-                                                     .divide = [](std::int64_t x) { return std::vector<std::int64_t>{x}; },
-                                                     .combine = [](std::int64_t, std::vector<std::int64_t> r) { return r[0]; }}})});
+               through(troupe::dac_stage{
+                   troupe::dac{.is_base = [](const std::int64_t&) { return true; },
+                               .solve = [](std::int64_t x) { return checked(x); },
+                               .divide = [](std::int64_t x) { return std::vector<std::int64_t>{x}; },
+                               .combine = [](std::int64_t, std::vector<std::int64_t> r) { return r[0]; }}})});
   return k;
 }
 
@@ -188,12 +195,12 @@ TEST_P(failing_stage, every_stage_kind_fails_the_same_way) {
 TEST(failing_stage, an_ordered_farm_under_skip_keeps_the_order_of_what_is_left) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   std::vector<std::int64_t> got;
-  auto g = troupe::spawn_pattern(
-      sys,
-      troupe::pipeline{counting_source(n),
-                       troupe::farm{st::map([](std::int64_t x) { return checked(x); }), 4, troupe::round_robin{}, troupe::ordered},
-                       st::sink([&](std::int64_t x) { got.push_back(x); })},
-      {.capacity = 16, .on_error = st::failure::skip});
+  auto g = troupe::spawn_pattern(sys,
+                                 troupe::pipeline{counting_source(n),
+                                                  troupe::farm{st::map([](std::int64_t x) { return checked(x); }), 4,
+                                                               troupe::round_robin{}, troupe::ordered},
+                                                  st::sink([&](std::int64_t x) { got.push_back(x); })},
+                                 {.capacity = 16, .on_error = st::failure::skip});
   g.wait();
   EXPECT_EQ(got, good_values());
 }
@@ -209,16 +216,17 @@ TEST(failing_stage, an_actor_asked_by_a_stage_answering_an_error_fails_the_eleme
     }};
   });
   collected c;
-  auto g = troupe::spawn_pattern(sys,
-                                 troupe::pipeline{counting_source(n), troupe::seq_actor<std::int64_t, std::int64_t>{checker},
-                                                  st::sink([&c](std::int64_t x) { c.add(x); })},
-                                 {.on_error = st::failure::skip});
+  auto g =
+      troupe::spawn_pattern(sys,
+                            troupe::pipeline{counting_source(n), troupe::seq_actor<std::int64_t, std::int64_t>{checker},
+                                             st::sink([&c](std::int64_t x) { c.add(x); })},
+                            {.on_error = st::failure::skip});
   g.wait();
   EXPECT_EQ(c.sorted(), good_values());
   EXPECT_EQ(g.failed(), 10u);
-  auto h = troupe::spawn_pattern(sys,
-                                 troupe::pipeline{counting_source(n), troupe::seq_actor<std::int64_t, std::int64_t>{checker},
-                                                  st::sink([](std::int64_t) {})});
+  auto h = troupe::spawn_pattern(
+      sys, troupe::pipeline{counting_source(n), troupe::seq_actor<std::int64_t, std::int64_t>{checker},
+                            st::sink([](std::int64_t) {})});
   EXPECT_THROW(h.wait(), troupe::stage_error);
   EXPECT_NE(h.error().message().find("refused 7"), std::string::npos) << h.error().to_string();
 }

@@ -11,7 +11,7 @@ using troupe::event_actor;
 
 namespace {
 struct joined_atom {};
-}
+}  // namespace
 
 TEST(group, every_subscriber_gets_every_message) {
   troupe::actor_system sys{troupe::config{.workers = 2}};

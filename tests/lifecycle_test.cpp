@@ -19,8 +19,8 @@ struct stop_atom {};
 
 troupe::actor failing_actor(troupe::actor_system& sys) {
   return sys.spawn([](event_actor& self) {
-    return behavior{[](fail_atom) { throw std::runtime_error("on purpose"); },
-                    [&self](stop_atom) { self.quit(); }, [](int x) { return x; }};
+    return behavior{[](fail_atom) { throw std::runtime_error("on purpose"); }, [&self](stop_atom) { self.quit(); },
+                    [](int x) { return x; }};
   });
 }
 }  // namespace
@@ -57,10 +57,12 @@ TEST(lifecycle, link_shares_fate_on_error) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto a = failing_actor(sys);
-  auto b = sys.spawn([](event_actor& self, troupe::actor a) {
-    self.link_to(a);
-    return behavior{[](int x) { return x; }};
-  }, a);
+  auto b = sys.spawn(
+      [](event_actor& self, troupe::actor a) {
+        self.link_to(a);
+        return behavior{[](int x) { return x; }};
+      },
+      a);
   self->monitor(b);
   // make sure the link is in place before the failure
   int echo = 0;
@@ -76,10 +78,12 @@ TEST(lifecycle, normal_exit_does_not_end_linked_actors) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto a = failing_actor(sys);
-  auto b = sys.spawn([](event_actor& self, troupe::actor a) {
-    self.link_to(a);
-    return behavior{[](int x) { return x; }};
-  }, a);
+  auto b = sys.spawn(
+      [](event_actor& self, troupe::actor a) {
+        self.link_to(a);
+        return behavior{[](int x) { return x; }};
+      },
+      a);
   int echo = 0;
   self->request(b, 5s, 1).receive([&](int v) { echo = v; }, [](error&) {});
   self->monitor(a);
@@ -94,11 +98,13 @@ TEST(lifecycle, exit_handler_traps_linked_exits) {
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   auto a = failing_actor(sys);
-  auto trapper = sys.spawn([](event_actor& self, troupe::actor a, troupe::actor report) {
-    self.set_exit_handler([report, &self](troupe::exit_msg& m) { self.send(report, m.reason.code()); });
-    self.link_to(a);
-    return behavior{[](int x) { return x; }};
-  }, a, me);
+  auto trapper = sys.spawn(
+      [](event_actor& self, troupe::actor a, troupe::actor report) {
+        self.set_exit_handler([report, &self](troupe::exit_msg& m) { self.send(report, m.reason.code()); });
+        self.link_to(a);
+        return behavior{[](int x) { return x; }};
+      },
+      a, me);
   int echo = 0;
   self->request(trapper, 5s, 3).receive([&](int v) { echo = v; }, [](error&) {});
   sys.send(a, fail_atom{});
@@ -206,10 +212,12 @@ TEST(lifecycle, shutdown_stops_idle_actors_in_a_cycle) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto a = sys.spawn([](event_actor&) { return behavior{[](int) {}}; });
-  auto b = sys.spawn([](event_actor& self, troupe::actor a) {
-    self.link_to(a);  // a and b hold each other: never unreachable
-    return behavior{[](int) {}};
-  }, a);
+  auto b = sys.spawn(
+      [](event_actor& self, troupe::actor a) {
+        self.link_to(a);  // a and b hold each other: never unreachable
+        return behavior{[](int) {}};
+      },
+      a);
   self->monitor(a);
   self->monitor(b);
   EXPECT_EQ(sys.live_actors(), 2u);
@@ -260,9 +268,10 @@ TEST(lifecycle, answered_request_leaves_no_dead_letter_behind) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
   auto server = sys.spawn([](event_actor&) { return behavior{[](int x) { return x; }}; });
-  auto client = sys.spawn([](event_actor& self, troupe::actor server) {
-    self.request(server, 20ms, 1).then([&self](int) { self.quit(); });
-  }, server);
+  auto client =
+      sys.spawn([](event_actor& self,
+                   troupe::actor server) { self.request(server, 20ms, 1).then([&self](int) { self.quit(); }); },
+                server);
   self->monitor(client);
   self->receive([](troupe::down_msg&) {});
   std::this_thread::sleep_for(60ms);  // the request's timer fires after the client ended

@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "troupe/troupe.hpp"
 #include "troupe/detail/mpsc_queue.hpp"
+#include "troupe/troupe.hpp"
 
 using namespace std::chrono_literals;
 using troupe::behavior;

@@ -47,10 +47,11 @@ std::vector<std::int64_t> uneven_expected(std::int64_t n) {
 template <class Policy>
 std::vector<std::int64_t> run_uneven(troupe::actor_system& sys, const st::options& o, std::int64_t n, Policy policy) {
   std::vector<std::int64_t> got;
-  auto g = troupe::spawn_pattern(sys,
-                                 troupe::pipeline{counting_source(n), troupe::farm{uneven{}, 4, policy, troupe::ordered},
-                                                  st::sink([&](std::int64_t x) { got.push_back(x); })},
-                                 o);
+  auto g =
+      troupe::spawn_pattern(sys,
+                            troupe::pipeline{counting_source(n), troupe::farm{uneven{}, 4, policy, troupe::ordered},
+                                             st::sink([&](std::int64_t x) { got.push_back(x); })},
+                            o);
   g.wait();
   return got;
 }
@@ -139,10 +140,11 @@ TEST_P(ordered_farm, outputs_of_on_stop_come_after_every_ordered_output) {
   troupe::actor_system sys{cfg()};
   constexpr std::int64_t n = 5'000;
   std::vector<std::int64_t> got;
-  auto g = troupe::spawn_pattern(sys,
-                                 troupe::pipeline{counting_source(n), troupe::farm{counts_at_stop{}, 3, troupe::round_robin{}, troupe::ordered},
-                                                  st::sink([&](std::int64_t x) { got.push_back(x); })},
-                                 opts());
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{counting_source(n), troupe::farm{counts_at_stop{}, 3, troupe::round_robin{}, troupe::ordered},
+                       st::sink([&](std::int64_t x) { got.push_back(x); })},
+      opts());
   g.wait();
   ASSERT_EQ(got.size(), static_cast<std::size_t>(n + 3));
   for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], i);

@@ -17,31 +17,31 @@ namespace {
 std::uint64_t fib_seq(int n) { return n < 2 ? static_cast<std::uint64_t>(n) : fib_seq(n - 1) + fib_seq(n - 2); }
 
 auto fib_spec(int cutoff) {
-  return troupe::dac{
-      .is_base = [](const int& n) { return n < 2; },
-      .solve = [](int n) { return static_cast<std::uint64_t>(n); },
-      .divide = [](int n) { return std::vector<int>{n - 1, n - 2}; },
-      .combine = [](int, std::vector<std::uint64_t> r) { return r[0] + r[1]; },
-      .sequential = [cutoff](const int& n) { return n < cutoff; }};
+  return troupe::dac{.is_base = [](const int& n) { return n < 2; },
+                     .solve = [](int n) { return static_cast<std::uint64_t>(n); },
+                     .divide = [](int n) { return std::vector<int>{n - 1, n - 2}; },
+                     .combine = [](int, std::vector<std::uint64_t> r) { return r[0] + r[1]; },
+                     .sequential = [cutoff](const int& n) { return n < cutoff; }};
 }
 
 using range = std::span<int>;
 
 // Merge sort in place over spans: the problem is a span, the result too.
 auto sort_spec(std::size_t cutoff) {
-  return troupe::dac{
-      .is_base = [](const range& r) { return r.size() <= 1; },
-      .solve = [](range r) { return r; },
-      .divide = [](range r) {
-        auto mid = r.size() / 2;
-        return std::vector<range>{r.subspan(0, mid), r.subspan(mid)};
-      },
-      .combine =
-          [](range r, std::vector<range> parts) {
-            std::inplace_merge(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(parts[0].size()), r.end());
-            return r;
-          },
-      .sequential = [cutoff](const range& r) { return r.size() < cutoff; }};
+  return troupe::dac{.is_base = [](const range& r) { return r.size() <= 1; },
+                     .solve = [](range r) { return r; },
+                     .divide =
+                         [](range r) {
+                           auto mid = r.size() / 2;
+                           return std::vector<range>{r.subspan(0, mid), r.subspan(mid)};
+                         },
+                     .combine =
+                         [](range r, std::vector<range> parts) {
+                           std::inplace_merge(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(parts[0].size()),
+                                              r.end());
+                           return r;
+                         },
+                     .sequential = [cutoff](const range& r) { return r.size() < cutoff; }};
 }
 
 std::vector<int> random_ints(std::size_t n, unsigned seed) {
@@ -104,18 +104,18 @@ TEST(divide_and_conquer, runs_inside_an_actor_whose_worker_helps) {
   });
   troupe::scoped_actor self{sys};
   std::uint64_t got = 0;
-  self->request(a, 30s, 22).receive([&](std::uint64_t v) { got = v; }, [](troupe::error& e) { FAIL() << e.to_string(); });
+  self->request(a, 30s, 22)
+      .receive([&](std::uint64_t v) { got = v; }, [](troupe::error& e) { FAIL() << e.to_string(); });
   EXPECT_EQ(got, fib_seq(22));
 }
 
 TEST(divide_and_conquer, exception_in_a_piece_reaches_the_caller) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   auto spec = troupe::dac{.is_base = [](const int& n) { return n < 2; },
-                          .solve =
-                              [](int n) -> int {
-                                if (n == 1) throw std::invalid_argument("leaf 1");
-                                return n;
-                              },
+                          .solve = [](int n) -> int {
+                            if (n == 1) throw std::invalid_argument("leaf 1");
+                            return n;
+                          },
                           .divide = [](int n) { return std::vector<int>{n - 1, n - 2}; },
                           .combine = [](int, std::vector<int> r) { return r[0] + r[1]; }};
   EXPECT_THROW(troupe::divide_and_conquer(sys, 12, spec), std::invalid_argument);
@@ -241,7 +241,9 @@ TEST(map_accelerator, on_the_pool_it_maps_on_the_callers_workers) {
 
 TEST(map_accelerator, bad_affinity_is_rejected_at_spawn) {
   troupe::actor_system sys{troupe::config{.workers = 1}};
-  EXPECT_THROW((troupe::spawn_map_accelerator<int, int>(sys, {.workers = 1, .placement = troupe::placement::own_thread("<0-")})), troupe::config_error);
+  EXPECT_THROW(
+      (troupe::spawn_map_accelerator<int, int>(sys, {.workers = 1, .placement = troupe::placement::own_thread("<0-")})),
+      troupe::config_error);
 }
 
 TEST(task_group, posted_tasks_run_before_the_system_shuts_down) {

@@ -19,9 +19,8 @@ template <class Out, class In>
 Out ask(troupe::actor_system& sys, const troupe::actor& p, In in) {
   troupe::scoped_actor self{sys};
   Out out{};
-  self->request(p, 10s, std::move(in)).receive([&](Out& v) { out = std::move(v); }, [](troupe::error& e) {
-    ADD_FAILURE() << e.to_string();
-  });
+  self->request(p, 10s, std::move(in))
+      .receive([&](Out& v) { out = std::move(v); }, [](troupe::error& e) { ADD_FAILURE() << e.to_string(); });
   return out;
 }
 
@@ -48,9 +47,9 @@ struct key_recorder {
 
 TEST(pipeline, three_stages_answer_the_requester) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
-  auto p = troupe::spawn_pattern(sys, troupe::pipeline{troupe::seq{[](int x) { return x + 1; }},
-                                                       troupe::seq{[](int x) { return x * 10; }},
-                                                       troupe::seq{[](int x) { return std::to_string(x); }}});
+  auto p = troupe::spawn_pattern(
+      sys, troupe::pipeline{troupe::seq{[](int x) { return x + 1; }}, troupe::seq{[](int x) { return x * 10; }},
+                            troupe::seq{[](int x) { return std::to_string(x); }}});
   EXPECT_EQ(ask<std::string>(sys, p, 4), "50");
 }
 
@@ -90,8 +89,10 @@ TEST(farm, every_policy_delivers_every_item_exactly_once) {
   std::multiset<int> expected;
   for (int i = 0; i < n; ++i) expected.insert(2 * i);
   auto me = self.handle();
-  EXPECT_EQ(collect(troupe::spawn_pattern(sys, troupe::farm{twice, 3, troupe::random_choice{}}, {.results_to = me}), n), expected);
-  EXPECT_EQ(collect(troupe::spawn_pattern(sys, troupe::farm{twice, 3, troupe::least_loaded{}}, {.results_to = me}), n), expected);
+  EXPECT_EQ(collect(troupe::spawn_pattern(sys, troupe::farm{twice, 3, troupe::random_choice{}}, {.results_to = me}), n),
+            expected);
+  EXPECT_EQ(collect(troupe::spawn_pattern(sys, troupe::farm{twice, 3, troupe::least_loaded{}}, {.results_to = me}), n),
+            expected);
   EXPECT_EQ(collect(troupe::spawn_pattern(
                         sys, troupe::farm{twice, 3, [](const int& x, std::size_t r) { return std::size_t(x) % r; }},
                         {.results_to = me}),
@@ -180,8 +181,7 @@ TEST(pipeline, farm_into_farm_has_no_router_in_between) {
 TEST(pipeline, nesting_farm_of_pipelines_and_map_stage) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   auto inner = troupe::pipeline{troupe::seq{[](std::vector<int> v) { return v; }},
-                                troupe::map_stage{[](int x) { return x * 3; }},
-                                troupe::seq{[](std::vector<int> v) {
+                                troupe::map_stage{[](int x) { return x * 3; }}, troupe::seq{[](std::vector<int> v) {
                                   long s = 0;
                                   for (int x : v) s += x;
                                   return s;

@@ -23,10 +23,12 @@ TEST(request, then_receives_the_value_inside_an_actor) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   auto server = sys.spawn([](event_actor&) { return behavior{[](int x) { return x + 1; }}; });
   std::promise<int> result;
-  sys.spawn([&result](event_actor& self, troupe::actor server) {
-    self.request(server, 5s, 41).then([&result](int v) { result.set_value(v); },
-                                       [&result](error&) { result.set_value(-1); });
-  }, server);
+  sys.spawn(
+      [&result](event_actor& self, troupe::actor server) {
+        self.request(server, 5s, 41)
+            .then([&result](int v) { result.set_value(v); }, [&result](error&) { result.set_value(-1); });
+      },
+      server);
   EXPECT_EQ(result.get_future().get(), 42);
 }
 
@@ -39,18 +41,19 @@ TEST(request, timeout_reaches_the_error_handler) {
     }};
   });
   std::promise<errc> result;
-  sys.spawn([&result](event_actor& self, troupe::actor s) {
-    self.request(s, 20ms, never_atom{}).then([&result]() { result.set_value(errc::none); },
-                                              [&result](error& e) { result.set_value(e.code()); });
-  }, silent);
+  sys.spawn(
+      [&result](event_actor& self, troupe::actor s) {
+        self.request(s, 20ms, never_atom{})
+            .then([&result]() { result.set_value(errc::none); }, [&result](error& e) { result.set_value(e.code()); });
+      },
+      silent);
   EXPECT_EQ(result.get_future().get(), errc::request_timeout);
 }
 
 TEST(request, exception_in_handler_travels_back_as_error_and_ends_the_server) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
-  auto server = sys.spawn([](event_actor&) {
-    return behavior{[](boom_atom) -> int { throw std::runtime_error("kaputt"); }};
-  });
+  auto server =
+      sys.spawn([](event_actor&) { return behavior{[](boom_atom) -> int { throw std::runtime_error("kaputt"); }}; });
   troupe::scoped_actor self{sys};
   error got;
   self->request(server, 5s, boom_atom{}).receive([](int) { ADD_FAILURE(); }, [&](error& e) { got = e; });
@@ -64,13 +67,15 @@ TEST(request, exception_in_handler_travels_back_as_error_and_ends_the_server) {
 TEST(request, response_promise_answers_later) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   auto worker = sys.spawn([](event_actor&) { return behavior{[](int x) { return x * 10; }}; });
-  auto front = sys.spawn([](event_actor& self, troupe::actor worker) {
-    return behavior{[&self, worker](int x) {
-      auto rp = self.make_response_promise();
-      self.request(worker, 5s, x).then([rp](int y) mutable { rp.deliver(y + 1); });
-      return rp;
-    }};
-  }, worker);
+  auto front = sys.spawn(
+      [](event_actor& self, troupe::actor worker) {
+        return behavior{[&self, worker](int x) {
+          auto rp = self.make_response_promise();
+          self.request(worker, 5s, x).then([rp](int y) mutable { rp.deliver(y + 1); });
+          return rp;
+        }};
+      },
+      worker);
   troupe::scoped_actor self{sys};
   int got = 0;
   self->request(front, 5s, 4).receive([&](int v) { got = v; }, [](error& e) { ADD_FAILURE() << e.to_string(); });
@@ -79,9 +84,8 @@ TEST(request, response_promise_answers_later) {
 
 TEST(request, dropped_promise_answers_with_an_error) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
-  auto a = sys.spawn([](event_actor& self) {
-    return behavior{[&self](int) { auto rp = self.make_response_promise(); }};
-  });
+  auto a =
+      sys.spawn([](event_actor& self) { return behavior{[&self](int) { auto rp = self.make_response_promise(); }}; });
   troupe::scoped_actor self{sys};
   error got;
   self->request(a, 5s, 1).receive([]() { ADD_FAILURE(); }, [&](error& e) { got = e; });
@@ -137,9 +141,7 @@ TEST(request, without_error_handler_a_failed_request_ends_the_requester) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   auto bad = sys.spawn([](event_actor&) { return behavior{[](int) -> int { throw std::runtime_error("x"); }}; });
   troupe::scoped_actor self{sys};
-  auto client = sys.spawn([](event_actor& self, troupe::actor bad) {
-    self.request(bad, 5s, 1).then([](int) {});
-  }, bad);
+  auto client = sys.spawn([](event_actor& self, troupe::actor bad) { self.request(bad, 5s, 1).then([](int) {}); }, bad);
   self->monitor(client);
   error reason;
   self->receive([&](troupe::down_msg& m) { reason = m.reason; });

@@ -89,8 +89,8 @@ TEST(scheduler, worker_affinity_pins_workers) {
   auto a = sys.spawn([](event_actor&) { return behavior{[](go_atom) { return sched_getcpu(); }}; });
   troupe::scoped_actor self{sys};
   for (int i = 0; i < 20; ++i)
-    self->request(a, 5s, go_atom{}).receive([&](int cpu) { EXPECT_EQ(cpu, core); },
-                                             [](troupe::error& e) { FAIL() << e.to_string(); });
+    self->request(a, 5s, go_atom{})
+        .receive([&](int cpu) { EXPECT_EQ(cpu, core); }, [](troupe::error& e) { FAIL() << e.to_string(); });
 }
 
 TEST(scheduler, detached_and_blocking_affinity_pin_their_threads) {
@@ -113,7 +113,8 @@ TEST(scheduler, an_actor_placed_on_its_own_pinned_thread_runs_there) {
   auto a = sys.spawn(where, [](event_actor&) { return behavior{[](go_atom) { return sched_getcpu(); }}; });
   for (int i = 0; i < 5; ++i)
     self->request(a, 5s, go_atom{}).receive([&](int cpu) { EXPECT_EQ(cpu, core); }, [](troupe::error&) { FAIL(); });
-  auto pooled = sys.spawn(troupe::placement::pool(), [](event_actor&) { return behavior{[](int x) { return x + 1; }}; });
+  auto pooled =
+      sys.spawn(troupe::placement::pool(), [](event_actor&) { return behavior{[](int x) { return x + 1; }}; });
   self->request(pooled, 5s, 1).receive([](int v) { EXPECT_EQ(v, 2); }, [](troupe::error&) { FAIL(); });
   EXPECT_THROW(sys.spawn(troupe::placement::own_thread("<0-"), [](event_actor&) { return behavior{}; }),
                troupe::affinity_error);

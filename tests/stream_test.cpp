@@ -1,8 +1,8 @@
 // Stream graphs: nodes, channels, routing, end of stream, errors, placement.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <sys/resource.h>
+#include <atomic>
 
 #include <fstream>
 #include <map>
@@ -53,11 +53,11 @@ TEST_P(stream_placement, pipeline_delivers_every_element_once) {
   troupe::actor_system sys{cfg()};
   seen s;
   constexpr std::int64_t n = 200'000;
-  auto g = troupe::spawn_pattern(sys,
-                                 troupe::pipeline{counting_source(n), st::map([](std::int64_t x) { return x + 1; }),
-                                                  st::map([](std::int64_t x) { return x - 1; }),
-                                                  st::sink([&](std::int64_t x) { s.add(x); })},
-                                 opts());
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{counting_source(n), st::map([](std::int64_t x) { return x + 1; }),
+                       st::map([](std::int64_t x) { return x - 1; }), st::sink([&](std::int64_t x) { s.add(x); })},
+      opts());
   g.wait();
   s.expect_each(n, 1);
 }
@@ -67,8 +67,9 @@ TEST_P(stream_placement, pipeline_keeps_order_with_one_replica_per_stage) {
   std::vector<std::int64_t> got;
   constexpr std::int64_t n = 100'000;
   auto g = troupe::spawn_pattern(
-      sys, troupe::pipeline{counting_source(n), st::filter([](const std::int64_t& x) { return x % 3 != 0; }),
-                            st::sink([&](std::int64_t x) { got.push_back(x); })},
+      sys,
+      troupe::pipeline{counting_source(n), st::filter([](const std::int64_t& x) { return x % 3 != 0; }),
+                       st::sink([&](std::int64_t x) { got.push_back(x); })},
       opts());
   g.wait();
   std::vector<std::int64_t> want;
@@ -81,11 +82,11 @@ TEST_P(stream_placement, farm_round_robin_delivers_every_element_once) {
   troupe::actor_system sys{cfg()};
   seen s;
   constexpr std::int64_t n = 100'000;
-  auto g = troupe::spawn_pattern(sys,
-                                 troupe::pipeline{counting_source(n),
-                                                  troupe::farm{st::map([](std::int64_t x) { return x; }), 4},
-                                                  troupe::farm{st::sink([&](std::int64_t x) { s.add(x); }), 3}},
-                                 opts());
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{counting_source(n), troupe::farm{st::map([](std::int64_t x) { return x; }), 4},
+                       troupe::farm{st::sink([&](std::int64_t x) { s.add(x); }), 3}},
+      opts());
   g.wait();
   s.expect_each(n, 1);
   auto m = g.metrics();
@@ -170,13 +171,15 @@ TEST_P(stream_placement, least_loaded_and_user_policy_deliver_everything) {
   constexpr std::int64_t n = 20'000;
   auto g1 = troupe::spawn_pattern(
       sys,
-      troupe::pipeline{counting_source(n), troupe::farm{st::sink([&](std::int64_t x) { a.add(x); }), 3, troupe::least_loaded{}}},
+      troupe::pipeline{counting_source(n),
+                       troupe::farm{st::sink([&](std::int64_t x) { a.add(x); }), 3, troupe::least_loaded{}}},
       opts());
   auto g2 = troupe::spawn_pattern(
       sys,
-      troupe::pipeline{counting_source(n),
-                       troupe::farm{st::sink([&](std::int64_t x) { b.add(x); }), 3,
-                                    [](const std::int64_t& x, std::size_t replicas) { return static_cast<std::size_t>(x) % replicas; }}},
+      troupe::pipeline{counting_source(n), troupe::farm{st::sink([&](std::int64_t x) { b.add(x); }), 3,
+                                                        [](const std::int64_t& x, std::size_t replicas) {
+                                                          return static_cast<std::size_t>(x) % replicas;
+                                                        }}},
       opts());
   g1.wait();
   g2.wait();
@@ -202,9 +205,10 @@ TEST_P(stream_placement, end_of_stream_drains_and_on_stop_can_still_send) {
   summer proto;
   std::vector<std::int64_t> sums;
   constexpr std::int64_t n = 50'000;
-  auto g = troupe::spawn_pattern(
-      sys, troupe::pipeline{counting_source(n), troupe::farm{proto, 4}, st::sink([&](std::int64_t s) { sums.push_back(s); })},
-      opts());
+  auto g = troupe::spawn_pattern(sys,
+                                 troupe::pipeline{counting_source(n), troupe::farm{proto, 4},
+                                                  st::sink([&](std::int64_t s) { sums.push_back(s); })},
+                                 opts());
   g.wait();
   EXPECT_EQ(proto.stops->load(), 4);
   ASSERT_EQ(sums.size(), 4u);
@@ -216,11 +220,13 @@ TEST_P(stream_placement, exception_in_a_node_stops_the_graph_and_reaches_wait) {
   // An endless source: only the error can end this graph.
   auto endless = st::source([i = std::int64_t{0}]() mutable -> std::optional<std::int64_t> { return i++; });
   auto g = troupe::spawn_pattern(sys,
-                                 troupe::pipeline{endless, troupe::farm{st::map([](std::int64_t x) {
-                                                                          if (x == 5000) throw std::runtime_error{"bad element 5000"};
-                                                                          return x;
-                                                                        }),
-                                                                        2},
+                                 troupe::pipeline{endless,
+                                                  troupe::farm{st::map([](std::int64_t x) {
+                                                                 if (x == 5000)
+                                                                   throw std::runtime_error{"bad element 5000"};
+                                                                 return x;
+                                                               }),
+                                                               2},
                                                   st::sink([](std::int64_t) {})},
                                  opts());
   try {
@@ -239,12 +245,12 @@ TEST_P(stream_placement, more_nodes_than_workers_never_deadlocks) {
   auto id = [](std::int64_t x) { return x; };
   auto o = opts();
   o.capacity = 4;
-  auto g = troupe::spawn_pattern(
-      sys,
-      troupe::pipeline{counting_source(n), st::map(id), troupe::farm{st::map(id), 3}, st::map(id), st::map(id),
-                       troupe::farm{st::map(id), 2, troupe::broadcast{}}, st::map(id), st::map(id),
-                       st::sink([&](std::int64_t x) { s.add(x); })},
-      o);
+  auto g =
+      troupe::spawn_pattern(sys,
+                            troupe::pipeline{counting_source(n), st::map(id), troupe::farm{st::map(id), 3}, st::map(id),
+                                             st::map(id), troupe::farm{st::map(id), 2, troupe::broadcast{}},
+                                             st::map(id), st::map(id), st::sink([&](std::int64_t x) { s.add(x); })},
+                            o);
   g.wait();
   s.expect_each(n, 2);
 }
@@ -262,10 +268,10 @@ TEST_P(stream_placement, branches_give_every_branch_every_element_and_merge) {
       troupe::pipeline{
           troupe::farm{counting_source(n), 1},
           troupe::branches{st::map([](std::int64_t x) { return x; }),
-                       troupe::pipeline{st::map([](std::int64_t x) { return x + 1; }),
-                                        troupe::farm{st::map([](std::int64_t x) { return n + x - 1; }), 2}},
-                       troupe::farm{st::map([](std::int64_t x) { return 2 * n + x; }), 3,
-                                    troupe::by_key{[](const std::int64_t& x) { return x % 7; }}}},
+                           troupe::pipeline{st::map([](std::int64_t x) { return x + 1; }),
+                                            troupe::farm{st::map([](std::int64_t x) { return n + x - 1; }), 2}},
+                           troupe::farm{st::map([](std::int64_t x) { return 2 * n + x; }), 3,
+                                        troupe::by_key{[](const std::int64_t& x) { return x % 7; }}}},
           troupe::farm{st::sink([&](std::int64_t x) { s.add(x); }), 2}},
       o);
   g.wait();
@@ -321,8 +327,10 @@ TEST_P(stream_placement, send_all_reaches_every_replica_in_order) {
   o.capacity = 4;
   auto g = troupe::spawn_pattern(
       sys,
-      troupe::pipeline{src, troupe::branches{troupe::farm{chk, 3, troupe::by_key{[](const std::int64_t& x) { return x < 0 ? 0 : x; }}},
-                                         troupe::farm{chk, 2}}},
+      troupe::pipeline{
+          src,
+          troupe::branches{troupe::farm{chk, 3, troupe::by_key{[](const std::int64_t& x) { return x < 0 ? 0 : x; }}},
+                           troupe::farm{chk, 2}}},
       o);
   g.wait();
   ASSERT_EQ(chk.markers->size(), 5u);
@@ -347,11 +355,11 @@ TEST_P(stream_placement, a_lone_element_goes_through_an_open_graph) {
   });
   auto o = opts();
   o.results_to = collector;
-  auto g = troupe::spawn_pattern(
-      sys,
-      troupe::pipeline{st::map([](std::int64_t x) { return x + 1; }), troupe::farm{st::map([](std::int64_t x) { return x * 2; }), 2},
-                       st::map([](std::int64_t x) { return x - 1; })},
-      o);
+  auto g = troupe::spawn_pattern(sys,
+                                 troupe::pipeline{st::map([](std::int64_t x) { return x + 1; }),
+                                                  troupe::farm{st::map([](std::int64_t x) { return x * 2; }), 2},
+                                                  st::map([](std::int64_t x) { return x - 1; })},
+                                 o);
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   for (std::int64_t i = 0; i < 100; ++i) {
     sys.send(g, i);
@@ -418,7 +426,8 @@ TEST(stream_send_next_if, sends_only_below_the_limit_and_tries_every_round_robin
     // everything, so the channels only fill up meanwhile.
     auto g = troupe::spawn_pattern(sys,
                                    troupe::pipeline{src, troupe::farm{st::sink([&](std::int64_t) {
-                                                                        while (!finished->load()) std::this_thread::sleep_for(1ms);
+                                                                        while (!finished->load())
+                                                                          std::this_thread::sleep_for(1ms);
                                                                         received.fetch_add(1);
                                                                       }),
                                                                       replicas}},
@@ -455,7 +464,8 @@ TEST(stream_actors, actors_feed_the_entry_and_an_actor_receives_the_results) {
   st::options o;
   o.results_to = collector;
   o.notify = self->self();
-  auto g = troupe::spawn_pattern(sys, troupe::pipeline{troupe::farm{st::map([](std::int64_t x) { return x * 10; }), 2}}, o);
+  auto g =
+      troupe::spawn_pattern(sys, troupe::pipeline{troupe::farm{st::map([](std::int64_t x) { return x * 10; }), 2}}, o);
   // Three actors send 1000 elements each.
   for (int a = 0; a < 3; ++a) {
     sys.spawn([g](troupe::event_actor& me) {
@@ -488,7 +498,8 @@ TEST(stream_actors, actors_feed_the_entry_and_an_actor_receives_the_results) {
 TEST(stream_actors, end_of_stream_message_ends_the_input) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   std::atomic<int> got{0};
-  auto g = troupe::spawn_pattern(sys, troupe::pipeline{st::sink([&](const std::string& s) { got += static_cast<int>(s.size()); })});
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{st::sink([&](const std::string& s) { got += static_cast<int>(s.size()); })});
   for (int i = 0; i < 100; ++i) sys.send(g, std::string{"abc"});
   sys.send(g, st::end_of_stream{});
   g.wait();
@@ -500,11 +511,10 @@ TEST(stream_actors, error_is_reported_to_the_notified_actor) {
   troupe::scoped_actor self{sys};
   st::options o;
   o.notify = self->self();
-  auto g = troupe::spawn_pattern(
-      sys, troupe::pipeline{counting_source(100), st::sink([](std::int64_t x) {
-                              if (x == 42) throw std::invalid_argument{"no 42 here"};
-                            })},
-      o);
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{counting_source(100), st::sink([](std::int64_t x) {
+                                                         if (x == 42) throw std::invalid_argument{"no 42 here"};
+                                                       })},
+                                 o);
   EXPECT_THROW(g.wait(), std::invalid_argument);
   troupe::error error;
   self->receive([&](st::completed& c) { error = c.error; });
@@ -560,7 +570,8 @@ TEST(stream_metrics, counts_and_latency_are_recorded_and_dumped) {
                          if (i == 1000) return std::nullopt;
                          return stamped_item{st::now(), i++};
                        }),
-                       troupe::placed{st::filter([](const stamped_item& x) { return x.value % 2 == 0; }), troupe::placement::own_thread()},
+                       troupe::placed{st::filter([](const stamped_item& x) { return x.value % 2 == 0; }),
+                                      troupe::placement::own_thread()},
                        st::sink([&](const stamped_item&) { ++got; })},
       o);
   g.wait();
@@ -613,8 +624,9 @@ TEST(stream_idle, a_graph_waiting_for_input_sleeps) {
     st::options o;
     o.placement = where;
     auto g = troupe::spawn_pattern(
-        sys, troupe::pipeline{st::map([](int x) { return x + 1; }), troupe::farm{st::map([](int x) { return x; }), 2},
-                              st::sink([&](int) { ++got; })},
+        sys,
+        troupe::pipeline{st::map([](int x) { return x + 1; }), troupe::farm{st::map([](int x) { return x; }), 2},
+                         st::sink([&](int) { ++got; })},
         o);
     for (int i = 0; i < 1000; ++i) sys.send(g, i);
     while (got.load() < 1000) std::this_thread::sleep_for(1ms);
@@ -624,8 +636,8 @@ TEST(stream_idle, a_graph_waiting_for_input_sleeps) {
     std::this_thread::sleep_for(300ms);
     auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     auto used = cpu_seconds() - cpu0;
-    EXPECT_LT(used, 0.1 * wall) << (where.on_pool() ? "pool" : "threads") << ": " << used
-                                << " s CPU in " << wall << " s idle";
+    EXPECT_LT(used, 0.1 * wall) << (where.on_pool() ? "pool" : "threads") << ": " << used << " s CPU in " << wall
+                                << " s idle";
     g.close();
     g.wait();
   }
@@ -699,7 +711,8 @@ TEST(stream_actors, system_shutdown_with_an_unfinished_graph_does_not_hang) {
   std::atomic<int> got{0};
   {
     troupe::actor_system sys{troupe::config{.workers = 2}};
-    auto g = troupe::spawn_pattern(sys, troupe::pipeline{st::map([](int x) { return x; }), st::sink([&](int) { ++got; })});
+    auto g =
+        troupe::spawn_pattern(sys, troupe::pipeline{st::map([](int x) { return x; }), st::sink([&](int) { ++got; })});
     for (int i = 0; i < 100; ++i) sys.send(g, i);
     while (got.load() < 100) std::this_thread::sleep_for(1ms);
   }

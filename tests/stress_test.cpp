@@ -59,15 +59,17 @@ TEST(stress, two_senders_to_one_actor_all_received_in_per_sender_order) {
     }};
   });
   for (int s = 0; s < 2; ++s)
-    sys.spawn([](event_actor& self, troupe::actor sink, int id) {
-      // send in chunks so the sender yields the worker between them
-      self.become(behavior{[&self, sink, id, i = std::int64_t{0}](done_atom) mutable {
-        for (int k = 0; k < 1000 && i < per_sender; ++k) self.send(sink, seq_msg{id, i++});
-        if (i < per_sender) self.send(self.self(), done_atom{});
-        else self.quit();
-      }});
-      self.send(self.self(), done_atom{});
-    }, sink, s);
+    sys.spawn(
+        [](event_actor& self, troupe::actor sink, int id) {
+          // send in chunks so the sender yields the worker between them
+          self.become(behavior{[&self, sink, id, i = std::int64_t{0}](done_atom) mutable {
+            for (int k = 0; k < 1000 && i < per_sender; ++k) self.send(sink, seq_msg{id, i++});
+            if (i < per_sender) self.send(self.self(), done_atom{});
+            else self.quit();
+          }});
+          self.send(self.self(), done_atom{});
+        },
+        sink, s);
   std::int64_t total = 0, bad = -1;
   self->receive([&](std::int64_t t, std::int64_t b) {
     total = t;
@@ -77,9 +79,7 @@ TEST(stress, two_senders_to_one_actor_all_received_in_per_sender_order) {
   EXPECT_EQ(bad, 0);
 }
 
-TEST(stress, skynet_one_million_actors) {
-  EXPECT_EQ(run_skynet(2, 1'000'000), 499999500000);
-}
+TEST(stress, skynet_one_million_actors) { EXPECT_EQ(run_skynet(2, 1'000'000), 499999500000); }
 
 TEST(stress, skynet_on_one_worker) { EXPECT_EQ(run_skynet(1, 100'000), 4999950000); }
 

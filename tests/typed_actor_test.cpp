@@ -30,12 +30,15 @@ TEST(typed_actor, requests_are_dispatched_by_signature) {
   });
   troupe::scoped_actor self{sys};
   int got = 0;
-  self->request(calc, 5s, add_atom{}, 40, 2).receive([&](int v) { got = v; }, [](troupe::error& e) { FAIL() << e.to_string(); });
+  self->request(calc, 5s, add_atom{}, 40, 2)
+      .receive([&](int v) { got = v; }, [](troupe::error& e) { FAIL() << e.to_string(); });
   EXPECT_EQ(got, 42);
-  self->request(calc, 5s, sub_atom{}, 40, 2).receive([&](int v) { got = v; }, [](troupe::error& e) { FAIL() << e.to_string(); });
+  self->request(calc, 5s, sub_atom{}, 40, 2)
+      .receive([&](int v) { got = v; }, [](troupe::error& e) { FAIL() << e.to_string(); });
   EXPECT_EQ(got, 38);
   bool reset = false;
-  self->request(calc, 5s, reset_atom{}).receive([&]() { reset = true; }, [](troupe::error& e) { FAIL() << e.to_string(); });
+  self->request(calc, 5s, reset_atom{})
+      .receive([&]() { reset = true; }, [](troupe::error& e) { FAIL() << e.to_string(); });
   EXPECT_TRUE(reset);
 }
 
@@ -47,9 +50,9 @@ TEST(typed_actor, event_actors_talk_to_typed_actors) {
   });
   troupe::scoped_actor self{sys};
   auto me = self.handle();
-  sys.spawn([](troupe::event_actor& s, calculator c, troupe::actor back) {
-    s.request(c, 5s, add_atom{}, 1, 2).then([&s, back](int v) { s.send(back, v); });
-  }, calc, me);
+  sys.spawn([](troupe::event_actor& s, calculator c,
+               troupe::actor back) { s.request(c, 5s, add_atom{}, 1, 2).then([&s, back](int v) { s.send(back, v); }); },
+            calc, me);
   int got = 0;
   self->receive([&](int v) { got = v; });
   EXPECT_EQ(got, 3);

@@ -53,7 +53,8 @@ auto add = [](long& acc, const reading& r) { acc += r.value; };
 auto whole = [](const int&, std::span<const reading> w) { return sum_of(w); };
 
 // Brute force: every window of every key, from the definition.
-std::vector<result> reference(const std::vector<reading>& input, std::uint64_t size, std::uint64_t slide, bool by_time) {
+std::vector<result> reference(const std::vector<reading>& input, std::uint64_t size, std::uint64_t slide,
+                              bool by_time) {
   std::map<int, std::vector<reading>> keys;
   for (auto& r : input) keys[r.sensor].push_back(r);
   std::vector<result> out;
@@ -83,8 +84,8 @@ std::vector<result> reference(const std::vector<reading>& input, std::uint64_t s
 
 TEST(window, count_tumbling_by_hand) {
   // sensor 1: values 1..7, sensor 2: values 10, 20, 30 (interleaved)
-  std::vector<reading> in{{1, 0, 1}, {2, 0, 10}, {1, 0, 2}, {1, 0, 3}, {2, 0, 20}, {1, 0, 4},
-                          {1, 0, 5}, {2, 0, 30}, {1, 0, 6}, {1, 0, 7}};
+  std::vector<reading> in{{1, 0, 1}, {2, 0, 10}, {1, 0, 2},  {1, 0, 3}, {2, 0, 20},
+                          {1, 0, 4}, {1, 0, 5},  {2, 0, 30}, {1, 0, 6}, {1, 0, 7}};
   std::vector<result> want{{1, 0, 3, 6}, {1, 3, 6, 15}, {1, 6, 7, 7}, {2, 0, 3, 60}};
   EXPECT_EQ(run(in, st::count_window<reading>(sensor, 3, 3, whole)), want);
   EXPECT_EQ(run(in, st::count_window_incremental<reading>(sensor, 3, 3, 0L, add)), want);
@@ -106,7 +107,8 @@ TEST(window, time_tumbling_and_sliding_by_hand) {
   EXPECT_EQ(run(in, st::time_window<reading>(sensor, time_of, 10, 10, whole)), tumbling);
   EXPECT_EQ(run(in, st::time_window_incremental<reading>(sensor, time_of, 10, 10, 0L, add)), tumbling);
   // sliding 10 every 5: [0,10)=6 [5,15)=7 [10,20)=9 [15,25)=5 [25,35)=6 [30,40)=6
-  std::vector<result> sliding{{1, 0, 10, 6}, {1, 5, 15, 7}, {1, 10, 20, 9}, {1, 15, 25, 5}, {1, 25, 35, 6}, {1, 30, 40, 6}};
+  std::vector<result> sliding{{1, 0, 10, 6},  {1, 5, 15, 7},  {1, 10, 20, 9},
+                              {1, 15, 25, 5}, {1, 25, 35, 6}, {1, 30, 40, 6}};
   EXPECT_EQ(run(in, st::time_window<reading>(sensor, time_of, 10, 5, whole)), sliding);
   EXPECT_EQ(run(in, st::time_window_incremental<reading>(sensor, time_of, 10, 5, 0L, add)), sliding);
 }

@@ -18,13 +18,13 @@ void output_file::line(const std::string& s) {
 }
 
 namespace {
-constexpr std::pair<const char*, double> quantiles[] = {{"min", 0},    {"p5", 0.05}, {"p25", 0.25}, {"p50", 0.5},
+constexpr std::pair<const char*, double> quantiles[] = {{"min", 0},    {"p5", 0.05},  {"p25", 0.25}, {"p50", 0.5},
                                                         {"p75", 0.75}, {"p95", 0.95}, {"max", 1}};
 }
 
 void run_result::print(std::ostream& out) const {
-  out << app << ": " << elapsed_s << " s, source " << source_tuples << " tuples (" << source_rate() << " tuples/s), sink "
-      << sink_tuples << " tuples (" << sink_rate() << " tuples/s)";
+  out << app << ": " << elapsed_s << " s, source " << source_tuples << " tuples (" << source_rate()
+      << " tuples/s), sink " << sink_tuples << " tuples (" << sink_rate() << " tuples/s)";
   if (malformed != 0) out << ", " << malformed << " malformed input lines skipped";
   out << "\nlatency (us):";
   for (auto& [name, q] : quantiles) out << ' ' << name << ' ' << static_cast<double>(latency.percentile(q)) / 1000.0;
@@ -59,7 +59,8 @@ run_result collect(const std::string& app, const troupe::stream::graph& g, std::
   return r;
 }
 
-int fail(const std::string& program, const std::string& message, bool show_usage, const std::vector<std::string>& operators) {
+int fail(const std::string& program, const std::string& message, bool show_usage,
+         const std::vector<std::string>& operators) {
   std::fprintf(stderr, "%s: %s\n", program.c_str(), message.c_str());
   if (show_usage) std::fputs(cli::usage(program, operators).c_str(), stderr);
   return 2;

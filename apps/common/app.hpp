@@ -9,9 +9,9 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <stdexcept>
 #include <mutex>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,8 +37,11 @@ class replay_source : public troupe::stream::node<void, T> {
  public:
   static constexpr const char* kind = "source";
   replay_source(std::shared_ptr<const std::vector<T>> data, const cli& c, Prepare prepare = {})
-      : data_{std::move(data)}, duration_ns_{static_cast<std::uint64_t>(c.duration * 1e9)}, rate_{c.rate},
-        passes_{c.passes}, prepare_{std::move(prepare)} {}
+      : data_{std::move(data)},
+        duration_ns_{static_cast<std::uint64_t>(c.duration * 1e9)},
+        rate_{c.rate},
+        passes_{c.passes},
+        prepare_{std::move(prepare)} {}
 
   void on_start() { start_ = troupe::stream::now(); }
 
@@ -133,8 +136,8 @@ std::shared_ptr<std::vector<T>> load(const std::vector<std::string>& lines, Pars
 /// Runs an application's graph to its end with the flags' batch size and
 /// latency measured on every tuple, and collects its figures.
 template <class P>
-run_result run_graph(troupe::actor_system& sys, const std::string& app, P pattern, const cli& c,
-                     std::size_t operators, std::uint64_t malformed) {
+run_result run_graph(troupe::actor_system& sys, const std::string& app, P pattern, const cli& c, std::size_t operators,
+                     std::uint64_t malformed) {
   troupe::stream::options o;
   o.batch = c.batch;
   o.latency_sample = 1;

@@ -14,8 +14,7 @@ T number(const std::string& flag, const std::string& text) {
   T v{};
   const char* end = text.data() + text.size();
   auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc{} || p != end)
-    throw usage_error(flag + ": expected a number, got '" + text + "'");
+  if (ec != std::errc{} || p != end) throw usage_error(flag + ": expected a number, got '" + text + "'");
   return v;
 }
 
@@ -93,8 +92,8 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
         c.parallelism.push_back(n);
       }
       if (c.parallelism.size() != operators.size())
-        throw usage_error("--parallelism: expected " + std::to_string(operators.size()) + " numbers (one per operator), got '" +
-                          value + "'");
+        throw usage_error("--parallelism: expected " + std::to_string(operators.size()) +
+                          " numbers (one per operator), got '" + value + "'");
     } else if (auto it = c.extra.find(flag.substr(2)); it != c.extra.end()) {
       it->second = value;
     } else {

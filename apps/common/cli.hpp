@@ -26,13 +26,13 @@ class usage_error : public std::runtime_error {
 };
 
 struct cli {
-  double duration = 0;           // seconds; 0 = until the passes are done
-  double rate = 0;               // per source replica; 0 = full speed
+  double duration = 0;  // seconds; 0 = until the passes are done
+  double rate = 0;      // per source replica; 0 = full speed
   std::vector<std::size_t> parallelism;
   std::string input;
   std::size_t batch = 512;
   std::string json;
-  std::uint64_t passes = 0;      // 0 = replay until the duration is over
+  std::uint64_t passes = 0;  // 0 = replay until the duration is over
   std::string output;
   bool help = false;
   std::map<std::string, std::string> extra;  // the application's own flags (without "--")

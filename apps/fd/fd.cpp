@@ -23,7 +23,8 @@ model model::load(const std::string& path) {
   std::stringstream head{lines[0]};
   for (std::string l; std::getline(head, l, ',');) m.labels.push_back(l);
   if (m.labels.size() != states) throw bad(1, "expected " + std::to_string(states) + " state labels");
-  if (lines.size() < states + 1) throw bad(lines.size(), "expected " + std::to_string(states) + " rows of probabilities");
+  if (lines.size() < states + 1)
+    throw bad(lines.size(), "expected " + std::to_string(states) + " rows of probabilities");
   for (std::size_t r = 0; r < states; ++r) {
     std::stringstream row{lines[r + 1]};
     std::size_t c = 0;
@@ -126,7 +127,8 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   const auto m = model::load(c.extra.at("model"));
   auto lines = c.input.empty() ? generate(800'000, 10'000, m) : read_lines(c.input);
   std::uint64_t malformed = 0;
-  auto data = load<transaction>(lines, [&m](const std::string& l, transaction& t) { return parse(l, m, t); }, malformed);
+  auto data =
+      load<transaction>(lines, [&m](const std::string& l, transaction& t) { return parse(l, m, t); }, malformed);
   output_file out{c.output};
   auto found = std::make_shared<outliers>();
   predictor pred;

@@ -20,7 +20,7 @@ constexpr std::size_t window = 5;
 constexpr double threshold = 0.96;
 
 struct model {
-  std::vector<std::string> labels;  // 18 state labels
+  std::vector<std::string> labels;                     // 18 state labels
   std::array<std::array<double, states>, states> p{};  // p[from][to]
   /// The state index of `label`, or -1.
   int index(const std::string& label) const;
@@ -33,7 +33,7 @@ struct transaction {
   char customer[4] = {};  // 3 characters and a terminator
   char id[13] = {};       // 12 characters and a terminator
   std::uint8_t state = 0;
-  double score = 0;       // set by the predictor
+  double score = 0;  // set by the predictor
   std::uint64_t stamp = 0;
 };
 

@@ -98,17 +98,17 @@ bool parse_report(const std::string& text, std::int32_t offset, report& out) {
 namespace {
 
 struct zone {
-  int first, last;     // segments
-  int from, until;     // seconds
+  int first, last;  // segments
+  int from, until;  // seconds
 };
 
 struct vehicle {
   std::int32_t vid;
   int xway, dir, lane;
-  double pos;          // feet
+  double pos;  // feet
   int exit_seg;
-  int cruise;          // mph
-  int stop_reports;    // > 0: stopped (an accident), reports left
+  int cruise;        // mph
+  int stop_reports;  // > 0: stopped (an accident), reports left
   bool entering;
 };
 
@@ -136,7 +136,7 @@ std::vector<std::string> generate(int minutes, int xways, std::uint64_t seed) {
     }
   }
   auto congested = [&](int xway, int dir, int seg, int t) {
-    for (auto& z : roads[static_cast<std::size_t>(xway * 2 + dir)].zones)
+    for (auto& z : roads[static_cast<std::size_t>(xway) * 2 + static_cast<std::size_t>(dir)].zones)
       if (seg >= z.first && seg <= z.last && t >= z.from && t < z.until) return true;
     return false;
   };
@@ -188,8 +188,9 @@ std::vector<std::string> generate(int minutes, int xways, std::uint64_t seed) {
       a.xway = uniform(0, xways - 1);
       a.dir = uniform(0, 1);
       int seg = uniform(10, segments - 10);
-      for (auto& z : roads[static_cast<std::size_t>(a.xway * 2 + a.dir)].zones)
-        if (t >= z.from && t < z.until && chance(0.7)) seg = a.dir == 0 ? z.last : z.first;  // so that the zone lies behind it
+      for (auto& z : roads[static_cast<std::size_t>(a.xway) * 2 + static_cast<std::size_t>(a.dir)].zones)
+        if (t >= z.from && t < z.until && chance(0.7))
+          seg = a.dir == 0 ? z.last : z.first;  // so that the zone lies behind it
       a.pos = seg * feet_per_segment + uniform(0, feet_per_segment - 1);
       a.exit_seg = a.dir == 0 ? std::min(segments - 1, segment_at(a.pos) + 5) : std::max(0, segment_at(a.pos) - 5);
       a.cruise = 50;
@@ -269,8 +270,8 @@ struct minute_node : st::node<In, Out> {
 
   explicit minute_node(std::size_t upstream) : op{upstream} {}
   void consume(In& x) {
-    op.consume(x, [this](Out&& o) { this->send_next(std::move(o)); },
-               [this](Out&& m) { this->send_all(std::move(m)); });
+    op.consume(
+        x, [this](Out&& o) { this->send_next(std::move(o)); }, [this](Out&& m) { this->send_all(std::move(m)); });
   }
   void on_stop() {
     op.logic.finish([this](Out&& o) { this->send_next(std::move(o)); });
@@ -336,8 +337,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   if (c.replicas(8) != 1)
     throw usage_error("--parallelism: the sink joins the three branches and has one replica, got " +
                       std::to_string(c.replicas(8)));
-  auto lines = std::make_shared<std::vector<std::string>>(
-      c.input.empty() ? generate(c) : read_lines(c.input));
+  auto lines = std::make_shared<std::vector<std::string>>(c.input.empty() ? generate(c) : read_lines(c.input));
   auto in = load(*lines);
   if (in.data->empty())
     throw std::runtime_error("no valid position report in the input (" + std::to_string(in.malformed) +
@@ -358,16 +358,16 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
       pipeline{
           farm{replay_source<line, clock_to_all>{in.data, c, clock_to_all{minute_clock{in.span}}}, p(0)},
           farm{minute_node<line, report, dispatcher_logic>{p(0)}, p(1), by_key{[](const line& l) { return l.vid; }}},
-          branches{farm{minute_node<report, notification, crossing_logic>{p(1)}, p(2),
-                        by_key{[=](const report& x) { return by_vehicle(x); }}},
-                   pipeline{farm{minute_node<report, vehicle_speed, average_speed_logic>{p(1)}, p(3),
-                                 by_key{[=](const report& x) { return by_vehicle(x); }}},
-                            farm{minute_node<vehicle_speed, lav, last_average_speed_logic>{p(3)}, p(4),
-                                 by_key{[=](const vehicle_speed& x) { return by_segment(x); }}},
-                            farm{minute_node<lav, notification, lav_notification_logic>{p(4)}, p(5)}},
-                   pipeline{farm{minute_node<report, count, count_vehicles_logic>{p(1)}, p(6),
-                                 by_key{by_report_segment}},
-                            farm{minute_node<count, notification, count_notification_logic>{p(6)}, p(7)}}},
+          branches{
+              farm{minute_node<report, notification, crossing_logic>{p(1)}, p(2),
+                   by_key{[=](const report& x) { return by_vehicle(x); }}},
+              pipeline{farm{minute_node<report, vehicle_speed, average_speed_logic>{p(1)}, p(3),
+                            by_key{[=](const report& x) { return by_vehicle(x); }}},
+                       farm{minute_node<vehicle_speed, lav, last_average_speed_logic>{p(3)}, p(4),
+                            by_key{[=](const vehicle_speed& x) { return by_segment(x); }}},
+                       farm{minute_node<lav, notification, lav_notification_logic>{p(4)}, p(5)}},
+              pipeline{farm{minute_node<report, count, count_vehicles_logic>{p(1)}, p(6), by_key{by_report_segment}},
+                       farm{minute_node<count, notification, count_notification_logic>{p(6)}, p(7)}}},
           sink{p(2) + p(5) + p(7), collected{keep, &r, &out}}},
       c, operators.size(), in.malformed);
   std::sort(r.tolls.begin(), r.tolls.end());

@@ -37,18 +37,12 @@
 
 namespace troupe_apps::lr {
 
-inline const std::vector<std::string> operators{"source",
-                                                "dispatcher",
-                                                "toll_notification_pos",
-                                                "average_speed",
-                                                "last_average_speed",
-                                                "toll_notification_las",
-                                                "count_vehicles",
-                                                "toll_notification_cv",
-                                                "sink"};
+inline const std::vector<std::string> operators{"source",         "dispatcher",           "toll_notification_pos",
+                                                "average_speed",  "last_average_speed",   "toll_notification_las",
+                                                "count_vehicles", "toll_notification_cv", "sink"};
 
 inline constexpr int exit_lane = 4;
-inline constexpr int segments = 100;     // per expressway and direction
+inline constexpr int segments = 100;  // per expressway and direction
 inline constexpr int max_xways = 100;
 inline constexpr int feet_per_segment = 5280;
 
@@ -109,10 +103,10 @@ struct count {
 /// The three branches -> sink.
 struct notification {
   enum kind_t : std::int8_t { crossing, lav, count } kind = crossing;
-  bool accident = false;          // count
-  std::int32_t vid = 0;           // crossing
+  bool accident = false;  // count
+  std::int32_t vid = 0;   // crossing
   std::int32_t segment = 0, minute = 0;
-  std::int32_t value = 0;         // lav: mph; count: cars
+  std::int32_t value = 0;  // lav: mph; count: cars
   std::int32_t closes = no_marker;
   std::uint64_t stamp = 0;
 };
@@ -120,8 +114,8 @@ struct notification {
 /// The sink's output: the toll of a vehicle entering a segment.
 struct toll {
   std::int32_t vid = 0, segment = 0, minute = 0;
-  std::int32_t lav = -1;   // -1: no LAV known for the segment
-  std::int32_t cars = 0;   // in the minute before
+  std::int32_t lav = -1;  // -1: no LAV known for the segment
+  std::int32_t cars = 0;  // in the minute before
   std::int32_t amount = 0;
   auto operator<=>(const toll&) const = default;
 };
@@ -332,17 +326,19 @@ struct average_speed_logic : per_minute<average_speed_logic, std::vector<vehicle
   void close(std::int32_t minute, std::uint64_t at, Emit&& emit) {
     minutes.close_until(minute, [&](std::int32_t m, std::vector<speed>& all) {
       std::sort(all.begin(), all.end(), [](const speed& a, const speed& b) { return a.key < b.key; });
-      for_each_run(all, [](const speed& x) { return x.key; }, [&](std::size_t i, std::size_t j) {
-        std::int64_t sum = 0;
-        for (std::size_t k = i; k < j; ++k) sum += all[k].mph;
-        vehicle_speed v;
-        v.vid = static_cast<std::int32_t>(all[i].key >> 32);
-        v.segment = static_cast<std::int32_t>(all[i].key & 0xffffffffu);
-        v.minute = m;
-        v.milli_mph = sum * 1000 / static_cast<std::int64_t>(j - i);
-        v.stamp = at;
-        emit(std::move(v));
-      });
+      for_each_run(
+          all, [](const speed& x) { return x.key; },
+          [&](std::size_t i, std::size_t j) {
+            std::int64_t sum = 0;
+            for (std::size_t k = i; k < j; ++k) sum += all[k].mph;
+            vehicle_speed v;
+            v.vid = static_cast<std::int32_t>(all[i].key >> 32);
+            v.segment = static_cast<std::int32_t>(all[i].key & 0xffffffffu);
+            v.minute = m;
+            v.milli_mph = sum * 1000 / static_cast<std::int64_t>(j - i);
+            v.stamp = at;
+            emit(std::move(v));
+          });
     });
   }
 };
@@ -440,15 +436,17 @@ struct count_vehicles_logic : per_minute<count_vehicles_logic, count_vehicles_st
       auto& cars = st.cars;
       std::sort(cars.begin(), cars.end());
       cars.erase(std::unique(cars.begin(), cars.end()), cars.end());
-      for_each_run(cars, [](std::uint64_t x) { return x >> 32; }, [&](std::size_t i, std::size_t j) {
-        count c;
-        c.segment = static_cast<std::int32_t>(cars[i] >> 32);
-        c.minute = m;
-        c.cars = static_cast<std::int32_t>(j - i);
-        c.accident = accidents.count(c.segment) != 0;
-        c.stamp = at;
-        emit(std::move(c));
-      });
+      for_each_run(
+          cars, [](std::uint64_t x) { return x >> 32; },
+          [&](std::size_t i, std::size_t j) {
+            count c;
+            c.segment = static_cast<std::int32_t>(cars[i] >> 32);
+            c.minute = m;
+            c.cars = static_cast<std::int32_t>(j - i);
+            c.accident = accidents.count(c.segment) != 0;
+            c.stamp = at;
+            emit(std::move(c));
+          });
     });
   }
 };
@@ -498,8 +496,12 @@ struct toll_logic {
   template <class Emit>
   void on(const notification& n, Emit&&) {
     switch (n.kind) {
-      case notification::crossing: crossings.at(n.minute).push_back(n); break;
-      case notification::lav: lavs[n.minute][n.segment] = n.value; break;
+      case notification::crossing:
+        crossings.at(n.minute).push_back(n);
+        break;
+      case notification::lav:
+        lavs[n.minute][n.segment] = n.value;
+        break;
       case notification::count:
         cars[n.minute][n.segment] = n.value;
         if (n.accident) accidents[n.minute].insert(n.segment);
@@ -554,11 +556,11 @@ struct toll_logic {
 /// every toll assessed, and the statistics the sink received.
 struct outcome {
   run_result result;
-  std::vector<toll> tolls;                                        // sorted
+  std::vector<toll> tolls;                                             // sorted
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> lavs;  // (segment, minute) -> mph
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> cars;  // (segment, minute) -> cars
-  std::set<std::pair<std::int32_t, std::int32_t>> accidents;          // (segment, minute)
-  std::uint64_t assessed = 0, charged = 0;                            // tolls, and those above 0
+  std::set<std::pair<std::int32_t, std::int32_t>> accidents;           // (segment, minute)
+  std::uint64_t assessed = 0, charged = 0;                             // tolls, and those above 0
 };
 
 /// Runs LR; input from c.input (empty: generated, c.extra["minutes"] of

@@ -129,10 +129,10 @@ outcome run(troupe::actor_system& sys, const cli& c) {
   snk.out = &out;
   snk.all = all;
   outcome r{run_graph(sys, "sd",
-                      troupe::pipeline{troupe::farm{replay_source<reading>{data, c}, c.replicas(0)},
-                                       troupe::farm{avg, c.replicas(1),
-                                                    troupe::by_key{[](const reading& r) { return r.device; }}},
-                                       troupe::farm{det, c.replicas(2)}, troupe::farm{snk, c.replicas(3)}},
+                      troupe::pipeline{
+                          troupe::farm{replay_source<reading>{data, c}, c.replicas(0)},
+                          troupe::farm{avg, c.replicas(1), troupe::by_key{[](const reading& r) { return r.device; }}},
+                          troupe::farm{det, c.replicas(2)}, troupe::farm{snk, c.replicas(3)}},
                       c, operators.size(), malformed),
             {}};
   r.spikes = std::move(all->found);

@@ -54,24 +54,27 @@ struct sink : st::node<count, void> {
 
 outcome run(troupe::actor_system& sys, const cli& c) {
   std::uint64_t malformed = 0;  // every line is valid text
-  auto data = load<line>(read_lines(c.input), [](const std::string& l, line& out) {
-    out.text = l;
-    return true;
-  }, malformed);
+  auto data = load<line>(
+      read_lines(c.input),
+      [](const std::string& l, line& out) {
+        out.text = l;
+        return true;
+      },
+      malformed);
   output_file out{c.output};
   auto all = std::make_shared<totals>();
   counter count_proto;
   count_proto.all = all;
   sink sink_proto;
   sink_proto.out = &out;
-  outcome r{run_graph(sys, "wc",
-                      troupe::pipeline{troupe::farm{replay_source<line>{data, c}, c.replicas(0)},
-                                       troupe::farm{splitter{}, c.replicas(1)},
-                                       troupe::farm{count_proto, c.replicas(2),
-                                                    troupe::by_key{[](const word& w) { return w.text; }}},
-                                       troupe::farm{sink_proto, c.replicas(3)}},
-                      c, operators.size(), malformed),
-            {}};
+  outcome r{
+      run_graph(sys, "wc",
+                troupe::pipeline{
+                    troupe::farm{replay_source<line>{data, c}, c.replicas(0)}, troupe::farm{splitter{}, c.replicas(1)},
+                    troupe::farm{count_proto, c.replicas(2), troupe::by_key{[](const word& w) { return w.text; }}},
+                    troupe::farm{sink_proto, c.replicas(3)}},
+                c, operators.size(), malformed),
+      {}};
   r.final_counts = std::move(all->counts);
   if (out.enabled()) {
     out.line("# final counts");

@@ -11,27 +11,26 @@ struct fork_state {
   int pending = 2;
 };
 
-caf::behavior fork_node(caf::stateful_actor<fork_state>* self,
-                        caf::actor parent, std::int32_t depth) {
+caf::behavior fork_node(caf::stateful_actor<fork_state>* self, caf::actor parent, std::int32_t depth) {
   if (depth == 0) {
     self->send(parent, std::int64_t{1});
-    return {}; // leaf: no behavior, the actor terminates
+    return {};  // leaf: no behavior, the actor terminates
   }
   auto me = caf::actor_cast<caf::actor>(self);
   self->spawn(fork_node, me, depth - 1);
   self->spawn(fork_node, me, depth - 1);
   return {
-    [=](std::int64_t x) {
-      self->state.sum += x;
-      if (--self->state.pending == 0) {
-        self->send(parent, self->state.sum);
-        self->quit();
-      }
-    },
+      [=](std::int64_t x) {
+        self->state.sum += x;
+        if (--self->state.pending == 0) {
+          self->send(parent, self->state.sum);
+          self->quit();
+        }
+      },
   };
 }
 
-} // namespace
+}  // namespace
 
 bench::sample bench::run_caf(const params& p) {
   const auto depth = p.get("depth");
@@ -43,8 +42,7 @@ bench::sample bench::run_caf(const params& p) {
   caf::scoped_actor self{sys};
   std::int64_t result = -1;
   stopwatch sw;
-  sys.spawn(fork_node, caf::actor_cast<caf::actor>(self),
-            static_cast<std::int32_t>(depth));
+  sys.spawn(fork_node, caf::actor_cast<caf::actor>(self), static_cast<std::int32_t>(depth));
   self->receive([&](std::int64_t x) { result = x; });
   sample s;
   s.wall_s = sw.seconds();

@@ -19,4 +19,4 @@ namespace bench {
 sample run_troupe(const params& p);
 sample run_caf(const params& p);
 
-} // namespace bench
+}  // namespace bench

@@ -7,8 +7,7 @@ int main(int argc, char** argv) {
   s.impls = {{"troupe", bench::run_troupe}, {"caf", bench::run_caf}};
   s.primary = bench::wall_time_metric();
   s.variants = [](bool) {
-    return std::vector<bench::variant>{
-      {"depth 20, 2 workers", {{"depth", 20}, {"workers", 2}}}};
+    return std::vector<bench::variant>{{"depth 20, 2 workers", {{"depth", 20}, {"workers", 2}}}};
   };
   return bench::run_main(argc, argv, s);
 }

@@ -114,8 +114,8 @@ using go_atom = caf::atom_constant<caf::atom("go")>;
 using eos_atom = caf::atom_constant<caf::atom("eos")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 
-constexpr int slice = 100;                 // tuples per source activation, at most
-constexpr std::int64_t limit = 1024;       // the mailbox length of a first-operator replica that holds sources back
+constexpr int slice = 100;            // tuples per source activation, at most
+constexpr std::int64_t limit = 1024;  // the mailbox length of a first-operator replica that holds sources back
 constexpr std::chrono::nanoseconds nap{50'000};  // the shortest sleep of a paced source that is ahead
 
 /// The number of source tuples in one first-operator replica's mailbox.
@@ -129,11 +129,11 @@ struct mailbox_gauge {
 /// Added to by the actors as they end (before they pass end-of-stream on),
 /// read by the main thread after every sink replica's done message.
 struct results {
-  std::atomic<std::uint64_t> sent{0};      // sources
-  std::atomic<std::uint64_t> words{0};     // wc splitters
-  std::atomic<std::uint64_t> sink{0};      // sinks
-  std::atomic<std::uint64_t> assessed{0};  // lr sink: tolls
-  std::atomic<std::uint64_t> charged{0};   // lr sink: tolls above 0
+  std::atomic<std::uint64_t> sent{0};                      // sources
+  std::atomic<std::uint64_t> words{0};                     // wc splitters
+  std::atomic<std::uint64_t> sink{0};                      // sinks
+  std::atomic<std::uint64_t> assessed{0};                  // lr sink: tolls
+  std::atomic<std::uint64_t> charged{0};                   // lr sink: tolls above 0
   std::vector<troupe::stream::latency_histogram> latency;  // one per sink replica, every tuple
   // Runs over whole passes: what the application computed, merged in by the
   // actors as they end.
@@ -320,8 +320,8 @@ struct operator_state {
 /// One replica of `op`, sending to `out` (a route or a fan_out); `gauge`: its
 /// mailbox gauge when sources feed it.
 template <class Op, class Out>
-caf::behavior operator_actor(caf::stateful_actor<operator_state<Op, Out>>* self, Op op, Out out,
-                             std::size_t upstream, mailbox_gauge* gauge, results* res) {
+caf::behavior operator_actor(caf::stateful_actor<operator_state<Op, Out>>* self, Op op, Out out, std::size_t upstream,
+                             mailbox_gauge* gauge, results* res) {
   self->state.op = std::move(op);
   self->state.out = std::move(out);
   self->state.open = upstream;
@@ -347,8 +347,8 @@ struct sink_state {
 };
 
 template <class Sink>
-caf::behavior sink_actor(caf::stateful_actor<sink_state<Sink>>* self, Sink keep, std::size_t upstream,
-                         caf::actor main, troupe::stream::latency_histogram* latency, results* res) {
+caf::behavior sink_actor(caf::stateful_actor<sink_state<Sink>>* self, Sink keep, std::size_t upstream, caf::actor main,
+                         troupe::stream::latency_histogram* latency, results* res) {
   self->state.keep = std::move(keep);
   self->state.open = upstream;
   return {[=](const typename Sink::in& v) {
@@ -428,8 +428,7 @@ class graph {
     o.p95_us = static_cast<double>(latency.percentile(0.95)) / 1000.0;
     bench::check_eq("latency measurements (tuples at the sink)", static_cast<std::int64_t>(o.sink_tuples),
                     static_cast<std::int64_t>(latency.count()));
-    for (auto& g : gauges_)
-      bench::check_eq("source tuples left in a first-operator mailbox gauge", 0, g.get());
+    for (auto& g : gauges_) bench::check_eq("source tuples left in a first-operator mailbox gauge", 0, g.get());
   }
 
  private:
@@ -647,7 +646,7 @@ struct lr_sink {
   lr::minute_markers markers;
   lr::toll_logic logic;
   std::uint64_t assessed = 0, charged = 0;
-  bool keep = false;            // the tolls themselves (runs over whole passes)
+  bool keep = false;  // the tolls themselves (runs over whole passes)
   std::vector<lr::toll> tolls;
 
   lr_sink() = default;
@@ -702,10 +701,18 @@ void run_lr(outcome& o) {
 bench::apps::outcome bench::apps::caf_outcome(const params& p) {
   outcome o{p};
   switch (o.id) {
-    case apps::app::wc: run_wc(o); break;
-    case apps::app::fd: run_fd(o); break;
-    case apps::app::sd: run_sd(o); break;
-    case apps::app::lr: run_lr(o); break;
+    case apps::app::wc:
+      run_wc(o);
+      break;
+    case apps::app::fd:
+      run_fd(o);
+      break;
+    case apps::app::sd:
+      run_sd(o);
+      break;
+    case apps::app::lr:
+      run_lr(o);
+      break;
   }
   o.check();
   return o;

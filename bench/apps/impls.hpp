@@ -158,13 +158,25 @@ inline const std::vector<app_info>& app_table() {
   // ~20-40k; fd troupe ~3M, caf ~2M; sd troupe ~29M, caf ~2.8M; lr troupe
   // ~7M (sink ~3.3M), caf ~0.75-1M (sink ~0.35-0.47M).
   static const std::vector<app_info> table{
-      {app::wc, "wc", 4, {10'000, 30'000, 100'000, 300'000, 1'000'000},
+      {app::wc,
+       "wc",
+       4,
+       {10'000, 30'000, 100'000, 300'000, 1'000'000},
        {5'000, 10'000, 20'000, 50'000, 100'000, 200'000, 500'000, 1'000'000}},
-      {app::fd, "fd", 3, {100'000, 300'000, 1'000'000, 2'000'000, 5'000'000},
+      {app::fd,
+       "fd",
+       3,
+       {100'000, 300'000, 1'000'000, 2'000'000, 5'000'000},
        {100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000}},
-      {app::sd, "sd", 4, {300'000, 1'000'000, 3'000'000, 10'000'000, 30'000'000},
+      {app::sd,
+       "sd",
+       4,
+       {300'000, 1'000'000, 3'000'000, 10'000'000, 30'000'000},
        {200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000, 20'000'000, 50'000'000}},
-      {app::lr, "lr", 9, {100'000, 300'000, 1'000'000, 3'000'000, 10'000'000},
+      {app::lr,
+       "lr",
+       9,
+       {100'000, 300'000, 1'000'000, 3'000'000, 10'000'000},
        {100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000, 10'000'000}},
   };
   return table;
@@ -206,7 +218,7 @@ struct outcome {
   double elapsed_s = 0;
   std::uint64_t source_tuples = 0;
   std::uint64_t sink_tuples = 0;
-  std::uint64_t words = 0;  // wc: words the splitters produced
+  std::uint64_t words = 0;                              // wc: words the splitters produced
   std::uint64_t tolls_assessed = 0, tolls_charged = 0;  // lr: by the sink, and those above 0
   double p50_us = 0, p95_us = 0;
   results computed;  // filled in runs over whole passes only

@@ -71,10 +71,18 @@ bench::apps::outcome bench::apps::troupe_outcome(const params& p) {
   troupe::actor_system sys{troupe::config{.workers = o.workers}};
   run_result r;
   switch (app.id) {
-    case apps::app::wc: r = run_wc(sys, c, o); break;
-    case apps::app::fd: r = run_fd(sys, c, o); break;
-    case apps::app::sd: r = run_sd(sys, c, o); break;
-    case apps::app::lr: r = run_lr(sys, c, o); break;
+    case apps::app::wc:
+      r = run_wc(sys, c, o);
+      break;
+    case apps::app::fd:
+      r = run_fd(sys, c, o);
+      break;
+    case apps::app::sd:
+      r = run_sd(sys, c, o);
+      break;
+    case apps::app::lr:
+      r = run_lr(sys, c, o);
+      break;
   }
   check_eq(std::string{app.name} + ": operators (app_table against the application's graph)",
            static_cast<std::int64_t>(app.operators), static_cast<std::int64_t>(r.parallelism.size()));

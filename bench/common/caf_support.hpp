@@ -18,12 +18,10 @@ namespace bench::caf_support {
 /// actor_system_config::set is read when the actor_system is constructed; the
 /// values have to be integers (config_value has no unsigned type).
 class config : public caf::actor_system_config {
-public:
+ public:
   explicit config(std::int64_t workers, std::int64_t max_throughput = 0) {
     set("scheduler.max-threads", static_cast<caf::config_value::integer>(workers));
-    if (max_throughput > 0)
-      set("scheduler.max-throughput",
-          static_cast<caf::config_value::integer>(max_throughput));
+    if (max_throughput > 0) set("scheduler.max-throughput", static_cast<caf::config_value::integer>(max_throughput));
   }
 };
 
@@ -32,8 +30,8 @@ public:
 inline void check_workers(caf::actor_system& sys, std::int64_t workers) {
   auto n = static_cast<std::int64_t>(sys.scheduler().num_workers());
   if (n != workers)
-    throw std::runtime_error("CAF scheduler has " + std::to_string(n)
-                             + " workers, expected " + std::to_string(workers));
+    throw std::runtime_error("CAF scheduler has " + std::to_string(n) + " workers, expected " +
+                             std::to_string(workers));
 }
 
-} // namespace bench::caf_support
+}  // namespace bench::caf_support

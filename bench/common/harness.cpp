@@ -40,54 +40,41 @@ params& params::set(const std::string& key, std::int64_t value) {
 
 std::int64_t params::get(const std::string& key) const {
   for (auto& kv : kv_)
-    if (kv.first == key)
-      return kv.second;
+    if (kv.first == key) return kv.second;
   throw std::logic_error("benchmark parameter '" + key + "' is not set");
 }
 
-std::int64_t params::get_or(const std::string& key,
-                            std::int64_t fallback) const {
+std::int64_t params::get_or(const std::string& key, std::int64_t fallback) const {
   for (auto& kv : kv_)
-    if (kv.first == key)
-      return kv.second;
+    if (kv.first == key) return kv.second;
   return fallback;
 }
 
 bool params::has(const std::string& key) const {
   for (auto& kv : kv_)
-    if (kv.first == key)
-      return true;
+    if (kv.first == key) return true;
   return false;
 }
 
-void check_eq(const std::string& what, std::int64_t expected,
-              std::int64_t got) {
+void check_eq(const std::string& what, std::int64_t expected, std::int64_t got) {
   if (expected != got)
-    throw std::runtime_error(what + ": expected " + std::to_string(expected)
-                             + ", got " + std::to_string(got));
+    throw std::runtime_error(what + ": expected " + std::to_string(expected) + ", got " + std::to_string(got));
 }
 
 // -- ready-made metrics -------------------------------------------------------
 
 metric wall_time_metric() {
-  return metric{"wall_s", "s", false,
-                [](const sample& s, const params&) { return s.wall_s; }};
+  return metric{"wall_s", "s", false, [](const sample& s, const params&) { return s.wall_s; }};
 }
 
-metric rate_metric(std::string name, std::string unit,
-                   std::function<double(const params&)> count) {
+metric rate_metric(std::string name, std::string unit, std::function<double(const params&)> count) {
   return metric{std::move(name), std::move(unit), true,
-                [count](const sample& s, const params& p) {
-                  return count(p) / s.wall_s;
-                }};
+                [count](const sample& s, const params& p) { return count(p) / s.wall_s; }};
 }
 
-metric ns_per_item_metric(std::string name, std::string unit,
-                          std::function<double(const params&)> count) {
+metric ns_per_item_metric(std::string name, std::string unit, std::function<double(const params&)> count) {
   return metric{std::move(name), std::move(unit), false,
-                [count](const sample& s, const params& p) {
-                  return s.wall_s * 1e9 / count(p);
-                }};
+                [count](const sample& s, const params& p) { return s.wall_s * 1e9 / count(p); }};
 }
 
 namespace {
@@ -95,30 +82,25 @@ namespace {
 // -- small utilities ----------------------------------------------------------
 
 struct options {
-  int runs = 0; // 0: spec default
+  int runs = 0;  // 0: spec default
   bool full = false;
   bool quiet = false;
-  double timeout_s = 0; // 0: spec default
+  double timeout_s = 0;  // 0: spec default
   std::vector<std::string> impls;
-  std::vector<std::string> variants; // labels, or their first words
+  std::vector<std::string> variants;  // labels, or their first words
   std::string json_path;
 };
 
 double median(std::vector<double> xs) {
-  if (xs.empty())
-    return NAN;
+  if (xs.empty()) return NAN;
   std::sort(xs.begin(), xs.end());
   auto n = xs.size();
   return n % 2 == 1 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
 }
 
-double min_of(const std::vector<double>& xs) {
-  return xs.empty() ? NAN : *std::min_element(xs.begin(), xs.end());
-}
+double min_of(const std::vector<double>& xs) { return xs.empty() ? NAN : *std::min_element(xs.begin(), xs.end()); }
 
-double max_of(const std::vector<double>& xs) {
-  return xs.empty() ? NAN : *std::max_element(xs.begin(), xs.end());
-}
+double max_of(const std::vector<double>& xs) { return xs.empty() ? NAN : *std::max_element(xs.begin(), xs.end()); }
 
 std::string json_escape(const std::string& in) {
   std::string out;
@@ -156,8 +138,7 @@ std::string json_escape(const std::string& in) {
 }
 
 std::string json_number(double x) {
-  if (!std::isfinite(x))
-    return "null";
+  if (!std::isfinite(x)) return "null";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.10g", x);
   return buf;
@@ -166,8 +147,7 @@ std::string json_number(double x) {
 std::string json_numbers(const std::vector<double>& xs) {
   std::string out = "[";
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (i > 0)
-      out += ", ";
+    if (i > 0) out += ", ";
     out += json_number(xs[i]);
   }
   return out + "]";
@@ -177,8 +157,7 @@ std::string json_params(const params& p) {
   std::string out = "{";
   bool first = true;
   for (auto& [k, v] : p.items()) {
-    if (!first)
-      out += ", ";
+    if (!first) out += ", ";
     first = false;
     out += json_escape(k) + ": " + std::to_string(v);
   }
@@ -200,8 +179,7 @@ std::string machine_description() {
       break;
     }
   }
-  if (model.empty())
-    model = "unknown cpu";
+  if (model.empty()) model = "unknown cpu";
   utsname u{};
   if (uname(&u) == 0) {
     model += ", ";
@@ -225,24 +203,18 @@ std::string utc_timestamp() {
 
 /// Human-friendly number with an SI suffix (k, M, G) and 3-4 digits.
 std::string human(double x) {
-  if (!std::isfinite(x))
-    return "-";
+  if (!std::isfinite(x)) return "-";
   char buf[32];
   double a = std::fabs(x);
-  if (a >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.3g G", x / 1e9);
-  else if (a >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.3g M", x / 1e6);
-  else if (a >= 1e4)
-    std::snprintf(buf, sizeof buf, "%.3g k", x / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.4g", x);
+  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.3g G", x / 1e9);
+  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.3g M", x / 1e6);
+  else if (a >= 1e4) std::snprintf(buf, sizeof buf, "%.3g k", x / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.4g", x);
   return buf;
 }
 
 std::string fixed(double x, int decimals) {
-  if (!std::isfinite(x))
-    return "-";
+  if (!std::isfinite(x)) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
   return buf;
@@ -253,40 +225,36 @@ std::vector<std::string> split_commas(const std::string& s) {
   std::string cur;
   for (char c : s) {
     if (c == ',') {
-      if (!cur.empty())
-        out.push_back(cur);
+      if (!cur.empty()) out.push_back(cur);
       cur.clear();
     } else if (c != ' ') {
       cur += c;
     }
   }
-  if (!cur.empty())
-    out.push_back(cur);
+  if (!cur.empty()) out.push_back(cur);
   return out;
 }
 
 void print_usage(const spec& s, const char* argv0) {
   std::printf(
-    "usage: %s [--runs N] [--full] [--impl a,b] [--variant a,b] "
-    "[--json PATH] [--quiet] [--timeout S]\n"
-    "  %s: %s\n"
-    "  --runs N     runs per implementation and variant (default %d, --full "
-    "%d)\n"
-    "  --full       full-size parameters (default: quick parameters)\n"
-    "  --impl a,b   only these implementations (available:",
-    argv0, s.name.c_str(), s.description.c_str(), s.default_runs,
-    s.full_runs);
-  for (auto& i : s.impls)
-    std::printf(" %s", i.name.c_str());
+      "usage: %s [--runs N] [--full] [--impl a,b] [--variant a,b] "
+      "[--json PATH] [--quiet] [--timeout S]\n"
+      "  %s: %s\n"
+      "  --runs N     runs per implementation and variant (default %d, --full "
+      "%d)\n"
+      "  --full       full-size parameters (default: quick parameters)\n"
+      "  --impl a,b   only these implementations (available:",
+      argv0, s.name.c_str(), s.description.c_str(), s.default_runs, s.full_runs);
+  for (auto& i : s.impls) std::printf(" %s", i.name.c_str());
   std::printf(
-    ")\n"
-    "  --variant a,b  only the variants labelled a or b (spaces ignored), or\n"
-    "               whose label's first word is a or b\n"
-    "  --json PATH  append one JSON object per line per (impl, metric, "
-    "variant)\n"
-    "  --quiet      no per-run progress on stderr\n"
-    "  --timeout S  kill a run after S seconds (default %g)\n",
-    s.timeout_s);
+      ")\n"
+      "  --variant a,b  only the variants labelled a or b (spaces ignored), or\n"
+      "               whose label's first word is a or b\n"
+      "  --json PATH  append one JSON object per line per (impl, metric, "
+      "variant)\n"
+      "  --quiet      no per-run progress on stderr\n"
+      "  --timeout S  kill a run after S seconds (default %g)\n",
+      s.timeout_s);
 }
 
 // -- child processes ----------------------------------------------------------
@@ -296,7 +264,7 @@ enum class outcome { ok, skipped, failed };
 struct run_result {
   outcome kind = outcome::failed;
   sample s;
-  std::string message; // skip reason or failure description
+  std::string message;  // skip reason or failure description
   double user_s = 0;
   double sys_s = 0;
   double peak_rss_kb = 0;
@@ -309,8 +277,7 @@ void write_all(int fd, const std::string& data) {
   while (left > 0) {
     auto n = ::write(fd, p, left);
     if (n < 0) {
-      if (errno == EINTR)
-        continue;
+      if (errno == EINTR) continue;
       return;
     }
     p += n;
@@ -326,8 +293,7 @@ std::string serialize(const sample& s) {
   for (auto& [name, f] : s.extra) {
     std::string unit = f.unit;
     std::replace(unit.begin(), unit.end(), '\n', ' ');
-    std::snprintf(buf, sizeof buf, " %d %a ", f.higher_is_better ? 1 : 0,
-                  f.value);
+    std::snprintf(buf, sizeof buf, " %d %a ", f.higher_is_better ? 1 : 0, f.value);
     out += "X " + name + buf + unit + "\n";
   }
   return out;
@@ -336,22 +302,18 @@ std::string serialize(const sample& s) {
 bool deserialize(const std::string& text, sample& s) {
   std::istringstream in{text};
   std::string line;
-  if (!std::getline(in, line) || line.rfind("OK ", 0) != 0)
-    return false;
+  if (!std::getline(in, line) || line.rfind("OK ", 0) != 0) return false;
   s.wall_s = std::strtod(line.c_str() + 3, nullptr);
   while (std::getline(in, line)) {
-    if (line.rfind("X ", 0) != 0)
-      return false;
+    if (line.rfind("X ", 0) != 0) return false;
     std::istringstream ls{line.substr(2)};
     std::string name, value_str;
     int hib = 0;
     ls >> name >> hib >> value_str;
     std::string unit;
     std::getline(ls, unit);
-    if (!unit.empty() && unit[0] == ' ')
-      unit.erase(0, 1);
-    s.extra[name] = figure{std::strtod(value_str.c_str(), nullptr), unit,
-                           hib != 0};
+    if (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
+    s.extra[name] = figure{std::strtod(value_str.c_str(), nullptr), unit, hib != 0};
   }
   return true;
 }
@@ -399,20 +361,17 @@ run_result run_in_child(const impl& im, const params& p, double timeout_s) {
     ::close(fds[0]);
     // Do not outlive the harness.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent)
-      ::_exit(4);
+    if (::getppid() != parent) ::_exit(4);
     child_main(fds[1], im, p);
   }
   ::close(fds[1]);
   std::string text;
-  auto deadline = std::chrono::steady_clock::now()
-                  + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                    std::chrono::duration<double>(timeout_s));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                         std::chrono::duration<double>(timeout_s));
   char buf[4096];
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  deadline - std::chrono::steady_clock::now())
-                  .count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
       res.timed_out = true;
       ::kill(pid, SIGKILL);
@@ -421,25 +380,21 @@ run_result run_in_child(const impl& im, const params& p, double timeout_s) {
     pollfd pfd{fds[0], POLLIN, 0};
     int rc = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1000)));
     if (rc < 0) {
-      if (errno == EINTR)
-        continue;
+      if (errno == EINTR) continue;
       res.timed_out = false;
       ::kill(pid, SIGKILL);
       res.message = std::string{"poll failed: "} + std::strerror(errno);
       break;
     }
-    if (rc == 0)
-      continue;
+    if (rc == 0) continue;
     auto n = ::read(fds[0], buf, sizeof buf);
     if (n < 0) {
-      if (errno == EINTR)
-        continue;
+      if (errno == EINTR) continue;
       ::kill(pid, SIGKILL);
       res.message = std::string{"read failed: "} + std::strerror(errno);
       break;
     }
-    if (n == 0)
-      break; // EOF: the child is exiting
+    if (n == 0) break;  // EOF: the child is exiting
     text.append(buf, static_cast<size_t>(n));
   }
   ::close(fds[0]);
@@ -453,18 +408,16 @@ run_result run_in_child(const impl& im, const params& p, double timeout_s) {
   }
   res.user_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
   res.sys_s = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-  res.peak_rss_kb = static_cast<double>(ru.ru_maxrss); // KiB on Linux
+  res.peak_rss_kb = static_cast<double>(ru.ru_maxrss);  // KiB on Linux
   if (res.timed_out) {
     res.kind = outcome::failed;
     res.message = "timed out after " + fixed(timeout_s, 0) + " s (killed)";
     return res;
   }
-  if (!res.message.empty())
-    return res;
+  if (!res.message.empty()) return res;
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    res.message = "crashed: killed by signal " + std::to_string(sig) + " ("
-                  + ::strsignal(sig) + ")";
+    res.message = "crashed: killed by signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")";
     return res;
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -478,8 +431,7 @@ run_result run_in_child(const impl& im, const params& p, double timeout_s) {
     return res;
   }
   if (code != 0 || !deserialize(text, res.s)) {
-    res.message = "exited with status " + std::to_string(code)
-                  + " without a valid result";
+    res.message = "exited with status " + std::to_string(code) + " without a valid result";
     return res;
   }
   if (!(res.s.wall_s > 0) || !std::isfinite(res.s.wall_s)) {
@@ -495,10 +447,10 @@ run_result run_in_child(const impl& im, const params& p, double timeout_s) {
 struct cell {
   const impl* im = nullptr;
   std::vector<run_result> ok;
-  std::vector<std::string> failures; // "run 2: ..."
+  std::vector<std::string> failures;  // "run 2: ..."
   std::string skip_reason;
   bool skipped = false;
-  bool stop = false; // do not run again (skipped or timed out)
+  bool stop = false;  // do not run again (skipped or timed out)
 };
 
 struct stats {
@@ -515,10 +467,9 @@ stats make_stats(std::vector<double> xs) {
   return st;
 }
 
-std::vector<double> rusage_field(const cell& c, double run_result::*field) {
+std::vector<double> rusage_field(const cell& c, double run_result::* field) {
   std::vector<double> xs;
-  for (auto& r : c.ok)
-    xs.push_back(r.*field);
+  for (auto& r : c.ok) xs.push_back(r.*field);
   return xs;
 }
 
@@ -528,8 +479,7 @@ struct json_context {
   int runs_requested = 0;
 };
 
-std::string json_common(const json_context& ctx, const variant& v,
-                        const cell& c) {
+std::string json_common(const json_context& ctx, const variant& v, const cell& c) {
   std::string out = "{";
   out += "\"bench\": " + json_escape(ctx.bench);
   out += ", \"impl\": " + json_escape(c.im->name);
@@ -545,14 +495,12 @@ std::string json_tail(const json_context& ctx, const cell& c) {
   out += ", \"failed_runs\": " + std::to_string(c.failures.size());
   if (!c.failures.empty()) {
     out += ", \"failures\": [";
-    for (size_t i = 0; i < c.failures.size(); ++i)
-      out += (i > 0 ? ", " : "") + json_escape(c.failures[i]);
+    for (size_t i = 0; i < c.failures.size(); ++i) out += (i > 0 ? ", " : "") + json_escape(c.failures[i]);
     out += "]";
   }
   out += ", \"user_s\": " + json_number(median(rusage_field(c, &run_result::user_s)));
   out += ", \"sys_s\": " + json_number(median(rusage_field(c, &run_result::sys_s)));
-  out += ", \"peak_rss_kb\": "
-         + json_number(median(rusage_field(c, &run_result::peak_rss_kb)));
+  out += ", \"peak_rss_kb\": " + json_number(median(rusage_field(c, &run_result::peak_rss_kb)));
   out += ", \"cores\": " + std::to_string(ctx.cores);
   out += ", \"machine\": " + json_escape(ctx.machine);
   out += ", \"timestamp\": " + json_escape(ctx.timestamp);
@@ -560,20 +508,16 @@ std::string json_tail(const json_context& ctx, const cell& c) {
   return out;
 }
 
-std::string json_metric_line(const json_context& ctx, const variant& v,
-                             const cell& c, const std::string& metric_name,
-                             const std::string& unit, bool higher_is_better,
-                             const stats& st) {
+std::string json_metric_line(const json_context& ctx, const variant& v, const cell& c, const std::string& metric_name,
+                             const std::string& unit, bool higher_is_better, const stats& st) {
   std::vector<double> walls;
-  for (auto& r : c.ok)
-    walls.push_back(r.s.wall_s);
+  for (auto& r : c.ok) walls.push_back(r.s.wall_s);
   std::string out = json_common(ctx, v, c);
   out += ", \"status\": \"ok\"";
   out += ", \"metric\": " + json_escape(metric_name);
   out += ", \"value\": " + json_number(st.med);
   out += ", \"unit\": " + json_escape(unit);
-  out += std::string{", \"higher_is_better\": "}
-         + (higher_is_better ? "true" : "false");
+  out += std::string{", \"higher_is_better\": "} + (higher_is_better ? "true" : "false");
   out += ", \"runs\": " + std::to_string(st.samples.size());
   out += ", \"median\": " + json_number(st.med);
   out += ", \"min\": " + json_number(st.lo);
@@ -584,18 +528,14 @@ std::string json_metric_line(const json_context& ctx, const variant& v,
   return out;
 }
 
-std::string json_status_line(const json_context& ctx, const variant& v,
-                             const cell& c, const metric& m) {
+std::string json_status_line(const json_context& ctx, const variant& v, const cell& c, const metric& m) {
   std::string out = json_common(ctx, v, c);
-  out += std::string{", \"status\": "}
-         + (c.skipped ? "\"skipped\"" : "\"failed\"");
-  if (c.skipped)
-    out += ", \"reason\": " + json_escape(c.skip_reason);
+  out += std::string{", \"status\": "} + (c.skipped ? "\"skipped\"" : "\"failed\"");
+  if (c.skipped) out += ", \"reason\": " + json_escape(c.skip_reason);
   out += ", \"metric\": " + json_escape(m.name);
   out += ", \"value\": null";
   out += ", \"unit\": " + json_escape(m.unit);
-  out += std::string{", \"higher_is_better\": "}
-         + (m.higher_is_better ? "true" : "false");
+  out += std::string{", \"higher_is_better\": "} + (m.higher_is_better ? "true" : "false");
   out += ", \"runs\": 0";
   out += json_tail(ctx, c);
   return out;
@@ -610,8 +550,7 @@ struct table {
     std::vector<size_t> width;
     for (auto& r : rows)
       for (size_t i = 0; i < r.size(); ++i) {
-        if (width.size() <= i)
-          width.push_back(0);
+        if (width.size() <= i) width.push_back(0);
         // The last column (notes) is not padded.
         width[i] = std::max(width[i], r[i].size());
       }
@@ -619,18 +558,16 @@ struct table {
       std::string line;
       for (size_t i = 0; i < r.size(); ++i) {
         std::string cellv = r[i];
-        if (i + 1 < r.size())
-          cellv.resize(width[i], ' ');
+        if (i + 1 < r.size()) cellv.resize(width[i], ' ');
         line += (i > 0 ? "  " : "") + cellv;
       }
-      while (!line.empty() && line.back() == ' ')
-        line.pop_back();
+      while (!line.empty() && line.back() == ' ') line.pop_back();
       std::printf("%s\n", line.c_str());
     }
   }
 };
 
-} // namespace
+}  // namespace
 
 // -- run_main -----------------------------------------------------------------
 
@@ -673,8 +610,7 @@ int run_main(int argc, char** argv, const spec& s) {
       print_usage(s, argv[0]);
       return 0;
     } else {
-      std::fprintf(stderr, "%s: unknown argument '%s' (try --help)\n",
-                   s.name.c_str(), a.c_str());
+      std::fprintf(stderr, "%s: unknown argument '%s' (try --help)\n", s.name.c_str(), a.c_str());
       return 2;
     }
   }
@@ -682,21 +618,16 @@ int run_main(int argc, char** argv, const spec& s) {
   std::vector<const impl*> selected;
   for (auto& name : opt.impls) {
     bool found = false;
-    for (auto& im : s.impls)
-      found = found || im.name == name;
+    for (auto& im : s.impls) found = found || im.name == name;
     if (!found) {
-      std::fprintf(stderr, "%s: unknown implementation '%s'; available:",
-                   s.name.c_str(), name.c_str());
-      for (auto& im : s.impls)
-        std::fprintf(stderr, " %s", im.name.c_str());
+      std::fprintf(stderr, "%s: unknown implementation '%s'; available:", s.name.c_str(), name.c_str());
+      for (auto& im : s.impls) std::fprintf(stderr, " %s", im.name.c_str());
       std::fprintf(stderr, "\n");
       return 2;
     }
   }
   for (auto& im : s.impls)
-    if (opt.impls.empty()
-        || std::find(opt.impls.begin(), opt.impls.end(), im.name)
-             != opt.impls.end())
+    if (opt.impls.empty() || std::find(opt.impls.begin(), opt.impls.end(), im.name) != opt.impls.end())
       selected.push_back(&im);
   int runs = opt.runs > 0 ? opt.runs : (opt.full ? s.full_runs : s.default_runs);
   double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : s.timeout_s;
@@ -706,17 +637,13 @@ int run_main(int argc, char** argv, const spec& s) {
     // so they are not compared), or those whose label's first word is NAME.
     auto named = [](const variant& v, const std::string& name) {
       std::string squeezed = v.label;
-      squeezed.erase(std::remove(squeezed.begin(), squeezed.end(), ' '),
-                     squeezed.end());
+      squeezed.erase(std::remove(squeezed.begin(), squeezed.end(), ' '), squeezed.end());
       return squeezed == name || v.label.substr(0, v.label.find(' ')) == name;
     };
     for (auto& name : opt.variants)
-      if (std::none_of(variants.begin(), variants.end(),
-                       [&](const variant& v) { return named(v, name); })) {
-        std::fprintf(stderr, "%s: no variant '%s'; available:", s.name.c_str(),
-                     name.c_str());
-        for (auto& v : variants)
-          std::fprintf(stderr, " '%s'", v.label.c_str());
+      if (std::none_of(variants.begin(), variants.end(), [&](const variant& v) { return named(v, name); })) {
+        std::fprintf(stderr, "%s: no variant '%s'; available:", s.name.c_str(), name.c_str());
+        for (auto& v : variants) std::fprintf(stderr, " '%s'", v.label.c_str());
         std::fprintf(stderr, "\n");
         return 2;
       }
@@ -739,15 +666,15 @@ int run_main(int argc, char** argv, const spec& s) {
   if (!opt.json_path.empty()) {
     json = std::fopen(opt.json_path.c_str(), "a");
     if (json == nullptr) {
-      std::fprintf(stderr, "%s: cannot open %s for appending: %s\n",
-                   s.name.c_str(), opt.json_path.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "%s: cannot open %s for appending: %s\n", s.name.c_str(), opt.json_path.c_str(),
+                   std::strerror(errno));
       return 2;
     }
   }
 
   if (!opt.quiet)
-    std::fprintf(stderr, "[%s] %s mode, %d run(s) per impl and variant, %u cores\n",
-                 s.name.c_str(), ctx.mode.c_str(), runs, ctx.cores);
+    std::fprintf(stderr, "[%s] %s mode, %d run(s) per impl and variant, %u cores\n", s.name.c_str(), ctx.mode.c_str(),
+                 runs, ctx.cores);
 
   std::vector<std::vector<cell>> cells(variants.size());
   std::vector<std::string> failure_log;
@@ -760,12 +687,10 @@ int run_main(int argc, char** argv, const spec& s) {
     }
     for (int r = 1; r <= runs; ++r) {
       for (auto& c : row) {
-        if (c.stop)
-          continue;
+        if (c.stop) continue;
         auto res = run_in_child(*c.im, v.p, timeout_s);
-        std::string where = s.name + " [" + v.label + "] impl " + c.im->name
-                            + " run " + std::to_string(r) + "/"
-                            + std::to_string(runs);
+        std::string where =
+            s.name + " [" + v.label + "] impl " + c.im->name + " run " + std::to_string(r) + "/" + std::to_string(runs);
         switch (res.kind) {
           case outcome::ok: {
             if (!opt.quiet) {
@@ -773,10 +698,8 @@ int run_main(int argc, char** argv, const spec& s) {
               std::fprintf(stderr,
                            "[%s | %s] run %d/%d %-8s %s %s  (wall %.3f s, "
                            "user %.2f s, sys %.2f s, rss %.1f MiB)\n",
-                           s.name.c_str(), v.label.c_str(), r, runs,
-                           c.im->name.c_str(), human(fig).c_str(),
-                           s.primary.unit.c_str(), res.s.wall_s, res.user_s,
-                           res.sys_s, res.peak_rss_kb / 1024.0);
+                           s.name.c_str(), v.label.c_str(), r, runs, c.im->name.c_str(), human(fig).c_str(),
+                           s.primary.unit.c_str(), res.s.wall_s, res.user_s, res.sys_s, res.peak_rss_kb / 1024.0);
             }
             c.ok.push_back(std::move(res));
             break;
@@ -786,18 +709,14 @@ int run_main(int argc, char** argv, const spec& s) {
             c.skip_reason = res.message;
             c.stop = true;
             if (!opt.quiet)
-              std::fprintf(stderr, "[%s | %s] %s skipped: %s\n", s.name.c_str(),
-                           v.label.c_str(), c.im->name.c_str(),
+              std::fprintf(stderr, "[%s | %s] %s skipped: %s\n", s.name.c_str(), v.label.c_str(), c.im->name.c_str(),
                            res.message.c_str());
             break;
           case outcome::failed:
-            std::fprintf(stderr, "*** FAILED: %s: %s\n", where.c_str(),
-                         res.message.c_str());
-            c.failures.push_back("run " + std::to_string(r) + ": "
-                                 + res.message);
+            std::fprintf(stderr, "*** FAILED: %s: %s\n", where.c_str(), res.message.c_str());
+            c.failures.push_back("run " + std::to_string(r) + ": " + res.message);
             failure_log.push_back(where + ": " + res.message);
-            if (res.timed_out)
-              c.stop = true; // another 'timeout' seconds would not help
+            if (res.timed_out) c.stop = true;  // another 'timeout' seconds would not help
             break;
         }
       }
@@ -811,45 +730,36 @@ int run_main(int argc, char** argv, const spec& s) {
           continue;
         }
         std::vector<double> xs;
-        for (auto& r : c.ok)
-          xs.push_back(s.primary.compute(r.s, v.p));
-        std::fprintf(json, "%s\n",
-                     json_metric_line(ctx, v, c, s.primary.name, s.primary.unit,
-                                      s.primary.higher_is_better,
-                                      make_stats(xs))
-                       .c_str());
+        for (auto& r : c.ok) xs.push_back(s.primary.compute(r.s, v.p));
+        std::fprintf(
+            json, "%s\n",
+            json_metric_line(ctx, v, c, s.primary.name, s.primary.unit, s.primary.higher_is_better, make_stats(xs))
+                .c_str());
         // Extra figures, in name order.
         std::map<std::string, figure> kinds;
         for (auto& r : c.ok)
-          for (auto& [name, f] : r.s.extra)
-            kinds.emplace(name, f);
+          for (auto& [name, f] : r.s.extra) kinds.emplace(name, f);
         for (auto& [name, f] : kinds) {
           std::vector<double> ys;
           for (auto& r : c.ok) {
             auto it = r.s.extra.find(name);
-            if (it != r.s.extra.end())
-              ys.push_back(it->second.value);
+            if (it != r.s.extra.end()) ys.push_back(it->second.value);
           }
           std::fprintf(json, "%s\n",
-                       json_metric_line(ctx, v, c, name, f.unit,
-                                        f.higher_is_better, make_stats(ys))
-                         .c_str());
+                       json_metric_line(ctx, v, c, name, f.unit, f.higher_is_better, make_stats(ys)).c_str());
         }
       }
       std::fflush(json);
     }
   }
-  if (json != nullptr)
-    std::fclose(json);
+  if (json != nullptr) std::fclose(json);
 
   // Human table.
-  std::printf("\n== %s: %s (%s mode, %d run(s), %u cores) ==\n",
-              s.name.c_str(), s.description.c_str(), ctx.mode.c_str(), runs,
-              ctx.cores);
+  std::printf("\n== %s: %s (%s mode, %d run(s), %u cores) ==\n", s.name.c_str(), s.description.c_str(),
+              ctx.mode.c_str(), runs, ctx.cores);
   table t;
-  t.add({"variant", "impl", s.primary.name + " [" + s.primary.unit + "]",
-         "min", "max", "vs troupe", "user s", "sys s", "peak RSS MiB", "ok",
-         "note"});
+  t.add({"variant", "impl", s.primary.name + " [" + s.primary.unit + "]", "min", "max", "vs troupe", "user s", "sys s",
+         "peak RSS MiB", "ok", "note"});
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     auto& v = variants[vi];
     // troupe's median, for the ratio column
@@ -857,36 +767,30 @@ int run_main(int argc, char** argv, const spec& s) {
     for (auto& c : cells[vi]) {
       if (c.im->name == "troupe" && !c.ok.empty()) {
         std::vector<double> xs;
-        for (auto& r : c.ok)
-          xs.push_back(s.primary.compute(r.s, v.p));
+        for (auto& r : c.ok) xs.push_back(s.primary.compute(r.s, v.p));
         troupe_med = median(xs);
       }
     }
     for (auto& c : cells[vi]) {
       std::string note;
-      if (c.skipped)
-        note = "skipped: " + c.skip_reason;
+      if (c.skipped) note = "skipped: " + c.skip_reason;
       else if (!c.failures.empty())
-        note = "FAILED " + std::to_string(c.failures.size()) + " run(s)"
-               + (c.stop ? " (timed out; later runs not attempted)" : "");
+        note = "FAILED " + std::to_string(c.failures.size()) + " run(s)" +
+               (c.stop ? " (timed out; later runs not attempted)" : "");
       if (c.ok.empty()) {
-        t.add({v.label, c.im->name, "-", "-", "-", "-", "-", "-", "-",
-               "0/" + std::to_string(runs), note});
+        t.add({v.label, c.im->name, "-", "-", "-", "-", "-", "-", "-", "0/" + std::to_string(runs), note});
         continue;
       }
       std::vector<double> xs;
-      for (auto& r : c.ok)
-        xs.push_back(s.primary.compute(r.s, v.p));
+      for (auto& r : c.ok) xs.push_back(s.primary.compute(r.s, v.p));
       auto st = make_stats(xs);
       std::string ratio = "-";
-      if (std::isfinite(troupe_med) && c.im->name != "troupe" && st.med > 0
-          && troupe_med > 0) {
-        double q = s.primary.higher_is_better ? troupe_med / st.med
-                                              : st.med / troupe_med;
+      if (std::isfinite(troupe_med) && c.im->name != "troupe" && st.med > 0 && troupe_med > 0) {
+        double q = s.primary.higher_is_better ? troupe_med / st.med : st.med / troupe_med;
         ratio = fixed(q, 2) + "x";
       }
-      t.add({v.label, c.im->name, human(st.med), human(st.lo), human(st.hi),
-             ratio, fixed(median(rusage_field(c, &run_result::user_s)), 2),
+      t.add({v.label, c.im->name, human(st.med), human(st.lo), human(st.hi), ratio,
+             fixed(median(rusage_field(c, &run_result::user_s)), 2),
              fixed(median(rusage_field(c, &run_result::sys_s)), 2),
              fixed(median(rusage_field(c, &run_result::peak_rss_kb)) / 1024.0, 1),
              std::to_string(c.ok.size()) + "/" + std::to_string(runs), note});
@@ -895,8 +799,7 @@ int run_main(int argc, char** argv, const spec& s) {
   t.print();
   if (!failure_log.empty()) {
     std::printf("\n%zu FAILED run(s):\n", failure_log.size());
-    for (auto& f : failure_log)
-      std::printf("  %s\n", f.c_str());
+    for (auto& f : failure_log) std::printf("  %s\n", f.c_str());
     std::fflush(stdout);
     return 1;
   }
@@ -904,4 +807,4 @@ int run_main(int argc, char** argv, const spec& s) {
   return 0;
 }
 
-} // namespace bench
+}  // namespace bench

@@ -49,8 +49,7 @@ struct sample {
   /// Names must not contain whitespace.
   std::map<std::string, figure> extra;
 
-  void add(const std::string& name, double value, const std::string& unit,
-           bool higher_is_better = false) {
+  void add(const std::string& name, double value, const std::string& unit, bool higher_is_better = false) {
     extra[name] = figure{value, unit, higher_is_better};
   }
 };
@@ -58,11 +57,10 @@ struct sample {
 /// Integer-valued benchmark parameters, in insertion order (ends up verbatim
 /// in the JSON "params" object).
 class params {
-public:
+ public:
   params() = default;
   params(std::initializer_list<std::pair<std::string, std::int64_t>> kv) {
-    for (auto& [k, v] : kv)
-      set(k, v);
+    for (auto& [k, v] : kv) set(k, v);
   }
 
   params& set(const std::string& key, std::int64_t value);
@@ -75,32 +73,26 @@ public:
 
   bool has(const std::string& key) const;
 
-  const std::vector<std::pair<std::string, std::int64_t>>& items() const {
-    return kv_;
-  }
+  const std::vector<std::pair<std::string, std::int64_t>>& items() const { return kv_; }
 
-private:
+ private:
   std::vector<std::pair<std::string, std::int64_t>> kv_;
 };
 
 /// Measures the wall-clock time of the region an implementation times.
 class stopwatch {
-public:
+ public:
   stopwatch() : t0_(std::chrono::steady_clock::now()) {}
   void restart() { t0_ = std::chrono::steady_clock::now(); }
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_)
-      .count();
-  }
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
 
-private:
+ private:
   std::chrono::steady_clock::time_point t0_;
 };
 
 /// Throws std::runtime_error(what) unless `ok`.
 inline void check(bool ok, const std::string& what) {
-  if (!ok)
-    throw std::runtime_error(what);
+  if (!ok) throw std::runtime_error(what);
 }
 
 /// Throws std::runtime_error with "<what>: expected <expected>, got <got>"
@@ -110,14 +102,14 @@ void check_eq(const std::string& what, std::int64_t expected, std::int64_t got);
 using impl_fn = std::function<sample(const params&)>;
 
 struct impl {
-  std::string name; // "troupe", "caf", "threads"
+  std::string name;  // "troupe", "caf", "threads"
   impl_fn run;
 };
 
 /// How the primary figure is derived from a sample.
 struct metric {
-  std::string name; // e.g. "msgs_per_s", "wall_s", "ns_per_msg"
-  std::string unit; // e.g. "msg/s", "s", "ns/msg"
+  std::string name;  // e.g. "msgs_per_s", "wall_s", "ns_per_msg"
+  std::string unit;  // e.g. "msg/s", "s", "ns/msg"
   bool higher_is_better = true;
   std::function<double(const sample&, const params&)> compute;
 };
@@ -129,15 +121,15 @@ struct variant {
 };
 
 struct spec {
-  std::string name;        // "ping_pong" -> JSON field "bench"
-  std::string description; // one line for the human table
+  std::string name;         // "ping_pong" -> JSON field "bench"
+  std::string description;  // one line for the human table
   std::vector<impl> impls;
   metric primary;
   /// Parameter variants for quick (full == false) and --full mode.
   std::function<std::vector<variant>(bool full)> variants;
   int default_runs = 5;
   int full_runs = 5;
-  double timeout_s = 120; // per child process; --timeout overrides
+  double timeout_s = 120;  // per child process; --timeout overrides
 };
 
 /// Parses the command line (--runs N, --full, --impl a,b, --variant a,b,
@@ -150,10 +142,8 @@ int run_main(int argc, char** argv, const spec& s);
 // Ready-made figures.
 metric wall_time_metric();
 /// count(p) items per wall second; `name` e.g. "msgs_per_s", unit "msg/s".
-metric rate_metric(std::string name, std::string unit,
-                   std::function<double(const params&)> count);
+metric rate_metric(std::string name, std::string unit, std::function<double(const params&)> count);
 /// wall nanoseconds per item.
-metric ns_per_item_metric(std::string name, std::string unit,
-                          std::function<double(const params&)> count);
+metric ns_per_item_metric(std::string name, std::string unit, std::function<double(const params&)> count);
 
-} // namespace bench
+}  // namespace bench

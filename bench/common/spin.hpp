@@ -9,7 +9,7 @@
 namespace bench {
 
 class spin_wait {
-public:
+ public:
   void operator()() {
     if (++spins_ < yield_after) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -25,9 +25,9 @@ public:
 
   void reset() { spins_ = 0; }
 
-private:
+ private:
   static constexpr unsigned yield_after = 1024;
   unsigned spins_ = 0;
 };
 
-} // namespace bench
+}  // namespace bench

@@ -12,8 +12,7 @@ namespace bench {
 /// Spawns `pattern` with channels of 1024 slots and the given placement and
 /// waits for its end; the sample's wall time is that span.
 template <class P>
-sample time_graph(troupe::actor_system& sys, P pattern,
-                  troupe::placement where = troupe::placement::pool()) {
+sample time_graph(troupe::actor_system& sys, P pattern, troupe::placement where = troupe::placement::pool()) {
   troupe::stream::options o;
   o.capacity = 1024;
   o.placement = where;

@@ -52,8 +52,7 @@ inline fingerprint fingerprint_of(const std::vector<std::int32_t>& v) {
 }
 
 inline void check_sorted(const std::vector<std::int32_t>& v, const fingerprint& before) {
-  for (std::size_t i = 1; i < v.size(); ++i)
-    check(v[i - 1] <= v[i], "not sorted at index " + std::to_string(i));
+  for (std::size_t i = 1; i < v.size(); ++i) check(v[i - 1] <= v[i], "not sorted at index " + std::to_string(i));
   auto after = fingerprint_of(v);
   check(after.sum == before.sum && after.xors == before.xors, "the output is not a permutation of the input");
 }

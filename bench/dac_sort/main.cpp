@@ -4,7 +4,9 @@ int main(int argc, char** argv) {
   bench::spec s;
   s.name = "dac_sort";
   s.description = "divide & conquer merge sort of 10M ints vs std::sort and tbb::parallel_sort";
-  s.impls = {{"troupe", bench::run_troupe}, {"std_sort", bench::run_std_sort}, {"tbb", bench::run_tbb},
+  s.impls = {{"troupe", bench::run_troupe},
+             {"std_sort", bench::run_std_sort},
+             {"tbb", bench::run_tbb},
              {"caf", bench::run_caf}};
   s.primary = bench::wall_time_metric();
   s.variants = [](bool) {

@@ -20,8 +20,7 @@ bench::sample bench::run_std_sort(const params& p) {
 bench::sample bench::run_tbb(const params& p) {
   auto v = dac_sort::input(p.get("n"));
   const auto before = dac_sort::fingerprint_of(v);
-  tbb::global_control limit{tbb::global_control::max_allowed_parallelism,
-                            static_cast<std::size_t>(p.get("workers"))};
+  tbb::global_control limit{tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(p.get("workers"))};
   stopwatch sw;
   tbb::parallel_sort(v.begin(), v.end());
   sample s;

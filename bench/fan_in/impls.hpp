@@ -21,4 +21,4 @@ sample run_troupe(const params& p);
 sample run_caf(const params& p);
 sample run_threads(const params& p);
 
-} // namespace bench
+}  // namespace bench

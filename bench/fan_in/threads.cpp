@@ -18,7 +18,7 @@ struct item {
   std::int64_t seq;
 };
 
-} // namespace
+}  // namespace
 
 bench::sample bench::run_threads(const params& p) {
   const auto senders = static_cast<std::int32_t>(p.get("senders"));
@@ -33,16 +33,13 @@ bench::sample bench::run_threads(const params& p) {
       moodycamel::ProducerToken tok{q};
       ready.fetch_add(1);
       spin_wait wait;
-      while (!go.load(std::memory_order_acquire))
-        wait();
-      for (std::int64_t seq = 0; seq < per_sender; ++seq)
-        q.enqueue(tok, item{id, seq});
+      while (!go.load(std::memory_order_acquire)) wait();
+      for (std::int64_t seq = 0; seq < per_sender; ++seq) q.enqueue(tok, item{id, seq});
     });
   }
   {
     spin_wait wait;
-    while (ready.load() < senders)
-      wait();
+    while (ready.load() < senders) wait();
   }
   std::vector<std::int64_t> expected(static_cast<size_t>(senders), 0);
   std::int64_t received = 0;
@@ -55,16 +52,14 @@ bench::sample bench::run_threads(const params& p) {
     spin_wait wait;
     while (received < total) {
       if (!q.try_dequeue(ctok, it)) {
-        wait(); // busy poll
+        wait();  // busy poll
         continue;
       }
       wait.reset();
-      if (it.sender < 0 || it.sender >= senders
-          || expected[static_cast<size_t>(it.sender)] != it.seq) {
+      if (it.sender < 0 || it.sender >= senders || expected[static_cast<size_t>(it.sender)] != it.seq) {
         if (failure.empty())
-          failure = "consumer got out-of-order or unknown item: sender "
-                    + std::to_string(it.sender) + ", seq "
-                    + std::to_string(it.seq);
+          failure = "consumer got out-of-order or unknown item: sender " + std::to_string(it.sender) + ", seq " +
+                    std::to_string(it.seq);
       } else {
         ++expected[static_cast<size_t>(it.sender)];
       }
@@ -73,12 +68,10 @@ bench::sample bench::run_threads(const params& p) {
   }
   sample s;
   s.wall_s = sw.seconds();
-  for (auto& t : producers)
-    t.join();
+  for (auto& t : producers) t.join();
   check(failure.empty(), failure);
   check_eq("items received", total, received);
   for (std::int32_t id = 0; id < senders; ++id)
-    check_eq("items from producer " + std::to_string(id), per_sender,
-             expected[static_cast<size_t>(id)]);
+    check_eq("items from producer " + std::to_string(id), per_sender, expected[static_cast<size_t>(id)]);
   return s;
 }

@@ -20,20 +20,16 @@ struct producer_state {
   std::int64_t next_seq = 0;
 };
 
-caf::behavior producer(caf::stateful_actor<producer_state>* self,
-                       caf::group topic, std::int64_t count) {
+caf::behavior producer(caf::stateful_actor<producer_state>* self, caf::group topic, std::int64_t count) {
   return {
-    [=](go_atom) { self->send(self, next_atom::value); },
-    [=](next_atom) {
-      auto& seq = self->state.next_seq;
-      auto end = std::min(count, seq + slice);
-      for (; seq < end; ++seq)
-        self->send(topic, seq);
-      if (seq < count)
-        self->send(self, next_atom::value);
-      else
-        self->quit();
-    },
+      [=](go_atom) { self->send(self, next_atom::value); },
+      [=](next_atom) {
+        auto& seq = self->state.next_seq;
+        auto end = std::min(count, seq + slice);
+        for (; seq < end; ++seq) self->send(topic, seq);
+        if (seq < count) self->send(self, next_atom::value);
+        else self->quit();
+      },
   };
 }
 
@@ -41,25 +37,24 @@ struct subscriber_state {
   std::int64_t received = 0;
 };
 
-caf::behavior subscriber(caf::stateful_actor<subscriber_state>* self,
-                         std::int64_t count, caf::actor main) {
+caf::behavior subscriber(caf::stateful_actor<subscriber_state>* self, std::int64_t count, caf::actor main) {
   return {
-    [=](std::int64_t seq) {
-      auto& n = self->state.received;
-      if (seq != n) {
-        self->send(main, error_atom::value, n, seq);
-        self->quit();
-        return;
-      }
-      if (++n == count) {
-        self->send(main, done_atom::value, n);
-        self->quit(); // also leaves the group
-      }
-    },
+      [=](std::int64_t seq) {
+        auto& n = self->state.received;
+        if (seq != n) {
+          self->send(main, error_atom::value, n, seq);
+          self->quit();
+          return;
+        }
+        if (++n == count) {
+          self->send(main, done_atom::value, n);
+          self->quit();  // also leaves the group
+        }
+      },
   };
 }
 
-} // namespace
+}  // namespace
 
 bench::sample bench::run_caf(const params& p) {
   const auto subscribers = p.get("subscribers");
@@ -72,8 +67,7 @@ bench::sample bench::run_caf(const params& p) {
   auto topic = sys.groups().get_local("bench.fan_out");
   auto main = caf::actor_cast<caf::actor>(self);
   std::vector<caf::actor> subs;
-  for (std::int64_t i = 0; i < subscribers; ++i)
-    subs.push_back(sys.spawn_in_group(topic, subscriber, messages, main));
+  for (std::int64_t i = 0; i < subscribers; ++i) subs.push_back(sys.spawn_in_group(topic, subscriber, messages, main));
   auto prod = sys.spawn(producer, topic, messages);
   stopwatch sw;
   self->send(prod, go_atom::value);
@@ -81,21 +75,18 @@ bench::sample bench::run_caf(const params& p) {
   std::string failure;
   for (std::int64_t i = 0; i < subscribers && failure.empty(); ++i) {
     self->receive(
-      [&](done_atom, std::int64_t n) {
-        if (n == messages)
-          ++complete;
-      },
-      [&](error_atom, std::int64_t expected, std::int64_t got) {
-        failure = "subscriber expected seq " + std::to_string(expected)
-                  + ", got " + std::to_string(got);
-      });
+        [&](done_atom, std::int64_t n) {
+          if (n == messages) ++complete;
+        },
+        [&](error_atom, std::int64_t expected, std::int64_t got) {
+          failure = "subscriber expected seq " + std::to_string(expected) + ", got " + std::to_string(got);
+        });
   }
   sample s;
   s.wall_s = sw.seconds();
   if (!failure.empty()) {
     // Remaining subscribers would wait forever; stop them before teardown.
-    for (auto& x : subs)
-      self->send_exit(x, caf::exit_reason::user_shutdown);
+    for (auto& x : subs) self->send_exit(x, caf::exit_reason::user_shutdown);
   }
   check(failure.empty(), failure);
   check_eq("subscribers that received every message", subscribers, complete);

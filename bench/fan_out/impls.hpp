@@ -20,4 +20,4 @@ namespace bench {
 sample run_troupe(const params& p);
 sample run_caf(const params& p);
 
-} // namespace bench
+}  // namespace bench

@@ -71,7 +71,8 @@ bench::sample run_stream(const bench::params& p, bool with_router) {
     s = bench::time_graph(
         sys, troupe::pipeline{src, troupe::farm{w1, replicas}, identity, troupe::farm{w2, replicas, key_of}, snk});
   } else {
-    s = bench::time_graph(sys, troupe::pipeline{src, troupe::farm{w1, replicas}, troupe::farm{w2, replicas, key_of}, snk});
+    s = bench::time_graph(sys,
+                          troupe::pipeline{src, troupe::farm{w1, replicas}, troupe::farm{w2, replicas, key_of}, snk});
   }
   t.check(tuples);
   w2.log->check(tuples, static_cast<std::int64_t>(replicas));

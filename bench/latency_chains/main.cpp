@@ -13,16 +13,17 @@ int main(int argc, char** argv) {
     std::vector<bench::variant> vs;
     // threads: scheduler workers + accelerator team (troupe only; the others use `workers`)
     for (auto [workers, team] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {1, 1}})
-      vs.push_back({std::to_string(workers) + (workers == 1 ? " worker + " : " workers + ") + std::to_string(team) + " map",
-                    {{"chains", 20},
-                     {"length", 8},
-                     {"heavy", 3},
-                     {"rate", 1000},
-                     {"messages", full ? 5000 : 1000},
-                     {"elements", 5000},
-                     {"spin", 60},
-                     {"workers", workers},
-                     {"map_workers", team}}});
+      vs.push_back(
+          {std::to_string(workers) + (workers == 1 ? " worker + " : " workers + ") + std::to_string(team) + " map",
+           {{"chains", 20},
+            {"length", 8},
+            {"heavy", 3},
+            {"rate", 1000},
+            {"messages", full ? 5000 : 1000},
+            {"elements", 5000},
+            {"spin", 60},
+            {"workers", workers},
+            {"map_workers", team}}});
     return vs;
   };
   s.default_runs = 3;

@@ -31,8 +31,8 @@ bench::sample run(const bench::params& p, bool accelerated) {
   troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
   troupe::actor acc;
   if (accelerated)
-    acc = troupe::spawn_map_accelerator<double, double>(
-        sys, {.workers = static_cast<std::size_t>(p.get("map_workers"))});
+    acc =
+        troupe::spawn_map_accelerator<double, double>(sys, {.workers = static_cast<std::size_t>(p.get("map_workers"))});
   troupe::scoped_actor self{sys};
   auto main = self.handle();
   std::vector<troupe::actor> heads;
@@ -48,31 +48,35 @@ bench::sample run(const bench::params& p, bool accelerated) {
     });
     for (std::int64_t pos = length - 2; pos >= 0; --pos) {
       if (pos != heavy) {
-        next = sys.spawn([](troupe::event_actor& s, troupe::actor to) {
-          return troupe::behavior{[&s, to](token t) { s.send(to, t); }};
-        }, next);
+        next = sys.spawn([](troupe::event_actor& s,
+                            troupe::actor to) { return troupe::behavior{[&s, to](token t) { s.send(to, t); }}; },
+                         next);
       } else if (!accelerated) {
-        next = sys.spawn([elements, spin](troupe::event_actor& s, troupe::actor to) {
-          return troupe::behavior{[&s, to, elements, spin](token t) {
-            auto data = bench::latency_chains::payload(t.seq, elements);
-            for (auto& x : data) x = bench::synthetic_work(x, spin);
-            t.result = std::accumulate(data.begin(), data.end(), 0.0);
-            s.send(to, t);
-          }};
-        }, next);
+        next = sys.spawn(
+            [elements, spin](troupe::event_actor& s, troupe::actor to) {
+              return troupe::behavior{[&s, to, elements, spin](token t) {
+                auto data = bench::latency_chains::payload(t.seq, elements);
+                for (auto& x : data) x = bench::synthetic_work(x, spin);
+                t.result = std::accumulate(data.begin(), data.end(), 0.0);
+                s.send(to, t);
+              }};
+            },
+            next);
       } else {
-        next = sys.spawn([elements, spin, acc](troupe::event_actor& s, troupe::actor to) {
-          return troupe::behavior{[&s, to, elements, spin, acc](token t) {
-            std::function<double(const double&)> f = [spin](const double& x) {
-              return bench::synthetic_work(x, spin);
-            };
-            s.request(acc, troupe::infinite, std::move(f), bench::latency_chains::payload(t.seq, elements))
-                .then([&s, to, t](std::vector<double>& out) mutable {
-                  t.result = std::accumulate(out.begin(), out.end(), 0.0);
-                  s.send(to, t);
-                });
-          }};
-        }, next);
+        next = sys.spawn(
+            [elements, spin, acc](troupe::event_actor& s, troupe::actor to) {
+              return troupe::behavior{[&s, to, elements, spin, acc](token t) {
+                std::function<double(const double&)> f = [spin](const double& x) {
+                  return bench::synthetic_work(x, spin);
+                };
+                s.request(acc, troupe::infinite, std::move(f), bench::latency_chains::payload(t.seq, elements))
+                    .then([&s, to, t](std::vector<double>& out) mutable {
+                      t.result = std::accumulate(out.begin(), out.end(), 0.0);
+                      s.send(to, t);
+                    });
+              }};
+            },
+            next);
       }
     }
     heads.push_back(next);

@@ -28,8 +28,8 @@ struct caller_state {
   caf::response_promise done;
 };
 
-caf::behavior caller(caf::stateful_actor<caller_state>* self, std::int64_t rows, std::int64_t cols,
-                     std::int64_t spin, std::int64_t map_workers) {
+caf::behavior caller(caf::stateful_actor<caller_state>* self, std::int64_t rows, std::int64_t cols, std::int64_t spin,
+                     std::int64_t map_workers) {
   for (std::int64_t i = 0; i < map_workers; ++i) self->state.workers.push_back(self->spawn(map_worker, spin));
   auto scatter = [=] {
     auto in = bench::map_rows::row(self->state.row, cols);

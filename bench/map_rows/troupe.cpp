@@ -29,9 +29,8 @@ bench::sample bench::run_troupe_seq(const params& p) {
   stopwatch sw;
   std::vector<double> sums;
   self->request(worker, troupe::infinite, go_atom{})
-      .receive([&](std::vector<double>& s) { sums = std::move(s); }, [](troupe::error& e) {
-        throw std::runtime_error(e.to_string());
-      });
+      .receive([&](std::vector<double>& s) { sums = std::move(s); },
+               [](troupe::error& e) { throw std::runtime_error(e.to_string()); });
   sample s;
   s.wall_s = sw.seconds();
   map_rows::check_sums(sums, p);
@@ -75,9 +74,8 @@ bench::sample bench::run_troupe(const params& p) {
   stopwatch sw;
   std::vector<double> sums;
   self->request(caller, troupe::infinite, go_atom{})
-      .receive([&](std::vector<double>& s) { sums = std::move(s); }, [](troupe::error& e) {
-        throw std::runtime_error(e.to_string());
-      });
+      .receive([&](std::vector<double>& s) { sums = std::move(s); },
+               [](troupe::error& e) { throw std::runtime_error(e.to_string()); });
   sample s;
   s.wall_s = sw.seconds();
   map_rows::check_sums(sums, p);

@@ -66,7 +66,8 @@ bench::sample bench::run_caf(const params& p) {
   caf::scoped_actor self{sys};
   auto main_handle = caf::actor_cast<caf::actor>(self);
   auto snk = sys.spawn(sink, main_handle, p.get("sink_spin"));
-  auto src = sys.spawn(source, snk, main_handle, static_cast<double>(seconds), static_cast<double>(p.get("rss_cap_mib")));
+  auto src =
+      sys.spawn(source, snk, main_handle, static_cast<double>(seconds), static_cast<double>(p.get("rss_cap_mib")));
   std::int64_t sent = -1;
   double source_s = 0;
   bool capped = false;

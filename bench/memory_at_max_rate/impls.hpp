@@ -75,7 +75,8 @@ inline double rss_mib() {
 /// earlier if stop() comes first), on its own thread.
 class rss_sampler {
  public:
-  explicit rss_sampler(double seconds) : t0_{std::chrono::steady_clock::now()}, th_{[this, seconds] { run(seconds); }} {}
+  explicit rss_sampler(double seconds)
+      : t0_{std::chrono::steady_clock::now()}, th_{[this, seconds] { run(seconds); }} {}
   rss_sampler(const rss_sampler&) = delete;
   rss_sampler& operator=(const rss_sampler&) = delete;
   ~rss_sampler() { stop(); }

@@ -12,11 +12,9 @@ int main(int argc, char** argv) {
                               return it == r.extra.end() || r.wall_s <= 0 ? 0.0 : it->second.value / r.wall_s;
                             }};
   s.variants = [](bool full) {
-    return std::vector<bench::variant>{{"1 us per tuple, 2 workers",
-                                        {{"seconds", full ? 20 : 6},
-                                         {"workers", 2},
-                                         {"sink_spin", 600},
-                                         {"rss_cap_mib", 1536}}}};
+    return std::vector<bench::variant>{
+        {"1 us per tuple, 2 workers",
+         {{"seconds", full ? 20 : 6}, {"workers", 2}, {"sink_spin", 600}, {"rss_cap_mib", 1536}}}};
   };
   s.default_runs = 3;
   return bench::run_main(argc, argv, s);

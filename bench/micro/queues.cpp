@@ -53,10 +53,8 @@ void rwq_round_trip(benchmark::State& state) {
     std::int32_t v;
     bench::spin_wait wait;
     while (!stop.load(std::memory_order_relaxed)) {
-      if (there.try_dequeue(v))
-        back.enqueue(v);
-      else
-        wait();
+      if (there.try_dequeue(v)) back.enqueue(v);
+      else wait();
     }
   }};
   std::int32_t x = 0;
@@ -64,8 +62,7 @@ void rwq_round_trip(benchmark::State& state) {
   bench::spin_wait wait;
   for (auto _ : state) {
     there.enqueue(x++);
-    while (!back.try_dequeue(y))
-      wait();
+    while (!back.try_dequeue(y)) wait();
     benchmark::DoNotOptimize(y);
   }
   stop.store(true);
@@ -132,6 +129,6 @@ void cq_shared(benchmark::State& state) {
 }
 BENCHMARK(cq_shared)->Threads(1)->Threads(2)->UseRealTime();
 
-} // namespace
+}  // namespace
 
 BENCHMARK_MAIN();

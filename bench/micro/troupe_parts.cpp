@@ -4,9 +4,9 @@
 // event actors on one worker (a ping-pong round trip).
 #include <benchmark/benchmark.h>
 
-#include <troupe/troupe.hpp>
 #include <troupe/detail/mpsc_queue.hpp>
 #include <troupe/detail/pool.hpp>
+#include <troupe/troupe.hpp>
 #include <troupe/util/spsc_ring.hpp>
 
 #include "micro/handoff.hpp"
@@ -76,9 +76,8 @@ struct ball {
 void actor_round_trip(benchmark::State& state) {
   troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::scoped_actor self{sys};
-  auto pong = sys.spawn([](troupe::event_actor& s) {
-    return troupe::behavior{[&s](ball b) { s.send(s.sender(), b); }};
-  });
+  auto pong =
+      sys.spawn([](troupe::event_actor& s) { return troupe::behavior{[&s](ball b) { s.send(s.sender(), b); }}; });
   auto ping = sys.spawn(
       [](troupe::event_actor& s, troupe::actor pong, troupe::actor main) {
         return troupe::behavior{[&s, pong, main](ball b) {

@@ -20,39 +20,38 @@ struct member_state {
   caf::actor next;
 };
 
-caf::behavior ring_member(caf::stateful_actor<member_state>* self,
-                          caf::actor next, std::int64_t hops, caf::actor main) {
+caf::behavior ring_member(caf::stateful_actor<member_state>* self, caf::actor next, std::int64_t hops,
+                          caf::actor main) {
   self->state.next = std::move(next);
   return {
-    [=](next_atom, caf::actor n) { self->state.next = std::move(n); },
-    [=](token_atom, std::int32_t ring, std::int64_t k) {
-      if (k < hops) {
-        self->send(self->state.next, token_atom::value, ring, k + 1);
-        return;
-      }
-      self->send(main, ring_done_atom::value, ring, k);
-      self->send(self->state.next, stop_atom::value);
-      self->quit();
-    },
-    [=](stop_atom) {
-      self->send(self->state.next, stop_atom::value);
-      self->quit();
-    },
+      [=](next_atom, caf::actor n) { self->state.next = std::move(n); },
+      [=](token_atom, std::int32_t ring, std::int64_t k) {
+        if (k < hops) {
+          self->send(self->state.next, token_atom::value, ring, k + 1);
+          return;
+        }
+        self->send(main, ring_done_atom::value, ring, k);
+        self->send(self->state.next, stop_atom::value);
+        self->quit();
+      },
+      [=](stop_atom) {
+        self->send(self->state.next, stop_atom::value);
+        self->quit();
+      },
   };
 }
 
 caf::behavior factoriser(caf::event_based_actor* self, caf::actor main) {
   return {
-    [=](factor_atom, std::int64_t n) {
-      auto [p, q] = bench::mixed_case::factorise(static_cast<std::uint64_t>(n));
-      self->send(main, factored_atom::value, static_cast<std::int64_t>(p),
-                 static_cast<std::int64_t>(q));
-      self->quit();
-    },
+      [=](factor_atom, std::int64_t n) {
+        auto [p, q] = bench::mixed_case::factorise(static_cast<std::uint64_t>(n));
+        self->send(main, factored_atom::value, static_cast<std::int64_t>(p), static_cast<std::int64_t>(q));
+        self->quit();
+      },
   };
 }
 
-} // namespace
+}  // namespace
 
 bench::sample bench::run_caf(const params& p) {
   const auto rings = static_cast<std::int32_t>(p.get("rings"));
@@ -80,8 +79,7 @@ bench::sample bench::run_caf(const params& p) {
       // The head learns its successor (the last member spawned) afterwards.
       auto head = sys.spawn(ring_member, caf::actor{}, hops, main);
       auto succ = head;
-      for (std::int64_t i = 1; i < ring_size; ++i)
-        succ = sys.spawn(ring_member, succ, hops, main);
+      for (std::int64_t i = 1; i < ring_size; ++i) succ = sys.spawn(ring_member, succ, hops, main);
       self->send(head, next_atom::value, succ);
       self->send(head, token_atom::value, r, std::int64_t{0});
     }
@@ -89,24 +87,20 @@ bench::sample bench::run_caf(const params& p) {
     int pending = rings + 1;
     while (pending > 0) {
       self->receive(
-        [&](ring_done_atom, std::int32_t r, std::int64_t k) {
-          --pending;
-          if (r >= 0 && r < rings && k == hops
-              && seen[static_cast<size_t>(r)]++ == 0)
-            ++rings_ok;
-          else if (failure.empty())
-            failure = "round " + std::to_string(round) + ": ring "
-                      + std::to_string(r) + " reported " + std::to_string(k)
-                      + " hops (or twice)";
-        },
-        [&](factored_atom, std::int64_t fp, std::int64_t fq) {
-          --pending;
-          if (fp == factor_p && fq == factor_q)
-            ++factorisations_ok;
-          else if (failure.empty())
-            failure = "round " + std::to_string(round) + ": factorisation gave "
-                      + std::to_string(fp) + " * " + std::to_string(fq);
-        });
+          [&](ring_done_atom, std::int32_t r, std::int64_t k) {
+            --pending;
+            if (r >= 0 && r < rings && k == hops && seen[static_cast<size_t>(r)]++ == 0) ++rings_ok;
+            else if (failure.empty())
+              failure = "round " + std::to_string(round) + ": ring " + std::to_string(r) + " reported " +
+                        std::to_string(k) + " hops (or twice)";
+          },
+          [&](factored_atom, std::int64_t fp, std::int64_t fq) {
+            --pending;
+            if (fp == factor_p && fq == factor_q) ++factorisations_ok;
+            else if (failure.empty())
+              failure = "round " + std::to_string(round) + ": factorisation gave " + std::to_string(fp) + " * " +
+                        std::to_string(fq);
+          });
     }
   }
   sample s;

@@ -30,19 +30,16 @@ namespace mixed_case {
 
 /// Smallest prime factor p of n (by trial division) and n / p.
 inline std::pair<std::uint64_t, std::uint64_t> factorise(std::uint64_t n) {
-  if (n < 4)
-    return {n, 1};
-  if (n % 2 == 0)
-    return {2, n / 2};
+  if (n < 4) return {n, 1};
+  if (n % 2 == 0) return {2, n / 2};
   for (std::uint64_t d = 3; d <= n / d; d += 2)
-    if (n % d == 0)
-      return {d, n / d};
+    if (n % d == 0) return {d, n / d};
   return {n, 1};
 }
 
-} // namespace mixed_case
+}  // namespace mixed_case
 
 sample run_troupe(const params& p);
 sample run_caf(const params& p);
 
-} // namespace bench
+}  // namespace bench

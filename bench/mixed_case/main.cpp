@@ -7,8 +7,7 @@ int main(int argc, char** argv) {
   s.impls = {{"troupe", bench::run_troupe}, {"caf", bench::run_caf}};
   s.primary = bench::wall_time_metric();
   s.variants = [](bool full) {
-    bench::params p{{"rings", 20}, {"ring_size", 50}, {"hops", 1'000},
-                    {"rounds", 5}, {"workers", 2}};
+    bench::params p{{"rings", 20}, {"ring_size", 50}, {"hops", 1'000}, {"rounds", 5}, {"workers", 2}};
     if (full) {
       p.set("semiprime", 1'152'921'470'247'108'503LL);
       p.set("factor_p", 1'073'741'789LL);
@@ -18,8 +17,7 @@ int main(int argc, char** argv) {
       p.set("factor_p", 268'435'399LL);
       p.set("factor_q", 268'435'459LL);
     }
-    return std::vector<bench::variant>{
-      {full ? "60-bit semiprime, 2 workers" : "56-bit semiprime, 2 workers", p}};
+    return std::vector<bench::variant>{{full ? "60-bit semiprime, 2 workers" : "56-bit semiprime, 2 workers", p}};
   };
   return bench::run_main(argc, argv, s);
 }

@@ -46,7 +46,8 @@ void ask_next(caf::stateful_actor<client_state>* self, caf::actor front, caf::ac
   self->request(front, caf::infinite, x).then([=](std::int64_t r) {
     auto& s = self->state;
     s.report.latencies_ns.push_back(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - s.stamps[static_cast<std::size_t>(k)]).count());
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - s.stamps[static_cast<std::size_t>(k)])
+            .count());
     if (r != 3 * x) ++s.report.wrong;
     if (s.sent < s.count) ask_next(self, front, main);
     if (++s.answered == s.count) {
@@ -56,8 +57,8 @@ void ask_next(caf::stateful_actor<client_state>* self, caf::actor front, caf::ac
   });
 }
 
-caf::behavior client_actor(caf::stateful_actor<client_state>* self, caf::actor front, caf::actor main, std::int64_t first,
-                           std::int64_t stride, std::int64_t count, std::int64_t window) {
+caf::behavior client_actor(caf::stateful_actor<client_state>* self, caf::actor front, caf::actor main,
+                           std::int64_t first, std::int64_t stride, std::int64_t count, std::int64_t window) {
   auto& st = self->state;
   st.first = first;
   st.stride = stride;

@@ -71,7 +71,9 @@ inline sample summarize(std::vector<client_report>& reports, double wall_s, cons
   std::sort(all.begin(), all.end());
   sample s;
   s.wall_s = wall_s;
-  auto at = [&](double q) { return static_cast<double>(all[static_cast<std::size_t>(q * static_cast<double>(all.size() - 1))]) / 1e3; };
+  auto at = [&](double q) {
+    return static_cast<double>(all[static_cast<std::size_t>(q * static_cast<double>(all.size() - 1))]) / 1e3;
+  };
   s.add("p50_us", at(0.50), "us", false);
   s.add("p99_us", at(0.99), "us", false);
   return s;

@@ -5,9 +5,8 @@ int main(int argc, char** argv) {
   s.name = "pattern_request";
   s.description = "requests through a spawned pipeline{farm, stage}, items/s (p50/p99 latency as extras)";
   s.impls = {{"troupe", bench::run_troupe}, {"caf", bench::run_caf}};
-  s.primary = bench::rate_metric("items_per_s", "items/s", [](const bench::params& p) {
-    return static_cast<double>(p.get("items"));
-  });
+  s.primary = bench::rate_metric("items_per_s", "items/s",
+                                 [](const bench::params& p) { return static_cast<double>(p.get("items")); });
   s.variants = [](bool full) {
     const std::int64_t items = full ? 1'000'000 : 200'000;
     return std::vector<bench::variant>{

@@ -35,7 +35,8 @@ struct client_state {
     stamps[static_cast<std::size_t>(k)] = clock_type::now();
     self->request(pattern, troupe::infinite, x).then([this, k, x](std::int64_t r) {
       report.latencies_ns.push_back(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - stamps[static_cast<std::size_t>(k)]).count());
+          std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - stamps[static_cast<std::size_t>(k)])
+              .count());
       if (r != 3 * x) ++report.wrong;
       if (sent < count) ask_next();
       if (++answered == count) {
@@ -70,7 +71,8 @@ bench::sample bench::run_troupe(const params& p) {
     });
   }
   std::vector<pr::client_report> reports;
-  for (std::int64_t c = 0; c < clients; ++c) self->receive([&](pr::client_report& r) { reports.push_back(std::move(r)); });
+  for (std::int64_t c = 0; c < clients; ++c)
+    self->receive([&](pr::client_report& r) { reports.push_back(std::move(r)); });
   const double wall = sw.seconds();
   return pr::summarize(reports, wall, p);
 }

@@ -15,10 +15,9 @@ using error_atom = caf::atom_constant<caf::atom("error")>;
 
 caf::behavior pong(caf::event_based_actor* self) {
   return {
-    [=](ping_atom, std::int64_t seq) {
-      self->send(caf::actor_cast<caf::actor>(self->current_sender()),
-                 pong_atom::value, seq);
-    },
+      [=](ping_atom, std::int64_t seq) {
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), pong_atom::value, seq);
+      },
   };
 }
 
@@ -26,30 +25,29 @@ struct ping_state {
   std::int64_t received = 0;
 };
 
-caf::behavior ping(caf::stateful_actor<ping_state>* self, caf::actor buddy,
-                   std::int64_t round_trips, caf::actor main) {
+caf::behavior ping(caf::stateful_actor<ping_state>* self, caf::actor buddy, std::int64_t round_trips, caf::actor main) {
   return {
-    [=](start_atom) { self->send(buddy, ping_atom::value, std::int64_t{1}); },
-    [=](pong_atom, std::int64_t seq) {
-      auto expected = ++self->state.received;
-      if (seq != expected) {
-        self->send(main, error_atom::value, expected, seq);
+      [=](start_atom) { self->send(buddy, ping_atom::value, std::int64_t{1}); },
+      [=](pong_atom, std::int64_t seq) {
+        auto expected = ++self->state.received;
+        if (seq != expected) {
+          self->send(main, error_atom::value, expected, seq);
+          self->send_exit(buddy, caf::exit_reason::user_shutdown);
+          self->quit();
+          return;
+        }
+        if (seq < round_trips) {
+          self->send(buddy, ping_atom::value, seq + 1);
+          return;
+        }
+        self->send(main, done_atom::value, self->state.received);
         self->send_exit(buddy, caf::exit_reason::user_shutdown);
         self->quit();
-        return;
-      }
-      if (seq < round_trips) {
-        self->send(buddy, ping_atom::value, seq + 1);
-        return;
-      }
-      self->send(main, done_atom::value, self->state.received);
-      self->send_exit(buddy, caf::exit_reason::user_shutdown);
-      self->quit();
-    },
+      },
   };
 }
 
-} // namespace
+}  // namespace
 
 bench::sample bench::run_caf(const params& p) {
   const auto round_trips = p.get("round_trips");
@@ -64,12 +62,11 @@ bench::sample bench::run_caf(const params& p) {
   self->send(a, start_atom::value);
   std::int64_t received = -1;
   std::string failure;
-  self->receive(
-    [&](done_atom, std::int64_t n) { received = n; },
-    [&](error_atom, std::int64_t expected, std::int64_t got) {
-      failure = "pong out of order: expected seq " + std::to_string(expected)
-                + ", got " + std::to_string(got);
-    });
+  self->receive([&](done_atom, std::int64_t n) { received = n; },
+                [&](error_atom, std::int64_t expected, std::int64_t got) {
+                  failure =
+                      "pong out of order: expected seq " + std::to_string(expected) + ", got " + std::to_string(got);
+                });
   sample s;
   s.wall_s = sw.seconds();
   check(failure.empty(), failure);

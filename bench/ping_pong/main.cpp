@@ -4,17 +4,14 @@ int main(int argc, char** argv) {
   bench::spec s;
   s.name = "ping_pong";
   s.description = "round trips between two actors, msgs/s counting both directions";
-  s.impls = {{"troupe", bench::run_troupe},
-             {"caf", bench::run_caf},
-             {"threads", bench::run_threads}};
-  s.primary = bench::rate_metric("msgs_per_s", "msg/s", [](const bench::params& p) {
-    return 2.0 * static_cast<double>(p.get("round_trips"));
-  });
+  s.impls = {{"troupe", bench::run_troupe}, {"caf", bench::run_caf}, {"threads", bench::run_threads}};
+  s.primary = bench::rate_metric(
+      "msgs_per_s", "msg/s", [](const bench::params& p) { return 2.0 * static_cast<double>(p.get("round_trips")); });
   s.variants = [](bool) {
     std::vector<bench::variant> vs;
     for (std::int64_t w : {1, 2})
-      vs.push_back({std::to_string(w) + (w == 1 ? " worker" : " workers"),
-                    {{"round_trips", 1'000'000}, {"workers", w}}});
+      vs.push_back(
+          {std::to_string(w) + (w == 1 ? " worker" : " workers"), {{"round_trips", 1'000'000}, {"workers", w}}});
     return vs;
   };
   return bench::run_main(argc, argv, s);

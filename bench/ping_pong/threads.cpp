@@ -16,12 +16,11 @@ using queue = moodycamel::ReaderWriterQueue<std::int64_t>;
 std::int64_t pop_spin(queue& q) {
   std::int64_t x;
   bench::spin_wait wait;
-  while (!q.try_dequeue(x))
-    wait(); // busy poll
+  while (!q.try_dequeue(x)) wait();  // busy poll
   return x;
 }
 
-} // namespace
+}  // namespace
 
 bench::sample bench::run_threads(const params& p) {
   const auto round_trips = p.get("round_trips");
@@ -35,10 +34,9 @@ bench::sample bench::run_threads(const params& p) {
     stopwatch sw;
     for (std::int64_t seq = 1; seq <= round_trips; ++seq) {
       to_pong.enqueue(seq);
-      to_ping.enqueue(pop_spin(to_pong)); // pong's turn
-      auto back = pop_spin(to_ping);      // ping's turn
-      if (back != seq && bad_seq == 0)
-        bad_seq = seq;
+      to_ping.enqueue(pop_spin(to_pong));  // pong's turn
+      auto back = pop_spin(to_ping);       // ping's turn
+      if (back != seq && bad_seq == 0) bad_seq = seq;
       ++received;
     }
     s.wall_s = sw.seconds();
@@ -46,18 +44,15 @@ bench::sample bench::run_threads(const params& p) {
     std::atomic<bool> go{false};
     std::thread ponger{[&] {
       spin_wait wait;
-      while (!go.load(std::memory_order_acquire))
-        wait();
-      for (std::int64_t i = 0; i < round_trips; ++i)
-        to_ping.enqueue(pop_spin(to_pong));
+      while (!go.load(std::memory_order_acquire)) wait();
+      for (std::int64_t i = 0; i < round_trips; ++i) to_ping.enqueue(pop_spin(to_pong));
     }};
     go.store(true, std::memory_order_release);
     stopwatch sw;
     for (std::int64_t seq = 1; seq <= round_trips; ++seq) {
       to_pong.enqueue(seq);
       auto back = pop_spin(to_ping);
-      if (back != seq && bad_seq == 0)
-        bad_seq = seq;
+      if (back != seq && bad_seq == 0) bad_seq = seq;
       ++received;
     }
     s.wall_s = sw.seconds();

@@ -24,19 +24,18 @@ bench::sample bench::run_troupe(const params& p) {
   });
   auto ping = sys.spawn(
       [round_trips](troupe::event_actor& s, troupe::actor buddy, troupe::actor main) {
-        return troupe::behavior{
-            [&s, buddy](start_atom) { s.send(buddy, ping_msg{1}); },
-            [&s, buddy, main, round_trips, received = std::int64_t{0}](pong_msg m) mutable {
-              if (m.seq != ++received) {
-                s.send(main, received, m.seq);
-                s.quit();
-              } else if (m.seq < round_trips) {
-                s.send(buddy, ping_msg{m.seq + 1});
-              } else {
-                s.send(main, received);
-                s.quit();
-              }
-            }};
+        return troupe::behavior{[&s, buddy](start_atom) { s.send(buddy, ping_msg{1}); },
+                                [&s, buddy, main, round_trips, received = std::int64_t{0}](pong_msg m) mutable {
+                                  if (m.seq != ++received) {
+                                    s.send(main, received, m.seq);
+                                    s.quit();
+                                  } else if (m.seq < round_trips) {
+                                    s.send(buddy, ping_msg{m.seq + 1});
+                                  } else {
+                                    s.send(main, received);
+                                    s.quit();
+                                  }
+                                }};
       },
       pong, self.handle());
   stopwatch sw;
@@ -45,8 +44,8 @@ bench::sample bench::run_troupe(const params& p) {
   std::string failure;
   self->receive([&](std::int64_t n) { received = n; },
                 [&](std::int64_t expected, std::int64_t got) {
-                  failure = "pong out of order: expected seq " + std::to_string(expected) + ", got " +
-                            std::to_string(got);
+                  failure =
+                      "pong out of order: expected seq " + std::to_string(expected) + ", got " + std::to_string(got);
                 });
   sample s;
   s.wall_s = sw.seconds();

@@ -73,7 +73,8 @@ bench::sample run(const bench::params& p, bool with_credit) {
   caf::scoped_actor self{sys};
   auto snk = sys.spawn(sink, caf::actor_cast<caf::actor>(self), tuples);
   auto fwd = sys.spawn(forwarder, snk);
-  auto src = with_credit ? sys.spawn(credit_source, fwd, tuples) : sys.spawn(bench::stream_caf::chunked_source, fwd, tuples);
+  auto src =
+      with_credit ? sys.spawn(credit_source, fwd, tuples) : sys.spawn(bench::stream_caf::chunked_source, fwd, tuples);
   if (with_credit) self->send(snk, ack_atom::value, src);  // before any tuple can arrive
   bench::stopwatch sw;
   self->send(src, go_atom::value);

@@ -39,16 +39,16 @@ using closed_atom = caf::atom_constant<caf::atom("closed")>;
 caf::behavior source(caf::event_based_actor* self, std::int64_t tuples) {
   return {[=](start_atom) {
     return caf::attach_stream_source(
-      self,
-      // Initializer: the state is the index of the next tuple.
-      [](std::int64_t& next) { next = 0; },
-      // Generator: CAF asks for about `hint` elements (the credit it has).
-      [tuples](std::int64_t& next, caf::downstream<tuple>& out, std::size_t hint) {
-        const auto end = std::min(tuples, next + static_cast<std::int64_t>(hint));
-        for (; next < end; ++next) out.push(tuple{next % 1024, next, next});
-      },
-      // Predicate: the stream ends after the last tuple.
-      [tuples](const std::int64_t& next) { return next == tuples; });
+        self,
+        // Initializer: the state is the index of the next tuple.
+        [](std::int64_t& next) { next = 0; },
+        // Generator: CAF asks for about `hint` elements (the credit it has).
+        [tuples](std::int64_t& next, caf::downstream<tuple>& out, std::size_t hint) {
+          const auto end = std::min(tuples, next + static_cast<std::int64_t>(hint));
+          for (; next < end; ++next) out.push(tuple{next % 1024, next, next});
+        },
+        // Predicate: the stream ends after the last tuple.
+        [tuples](const std::int64_t& next) { return next == tuples; });
   }};
 }
 
@@ -56,8 +56,7 @@ caf::behavior source(caf::event_based_actor* self, std::int64_t tuples) {
 caf::behavior forwarder(caf::event_based_actor* self) {
   return {[=](caf::stream<tuple> in) {
     return caf::attach_stream_stage(
-      self, in, [](caf::unit_t&) {},
-      [](caf::unit_t&, caf::downstream<tuple>& out, tuple x) { out.push(x); });
+        self, in, [](caf::unit_t&) {}, [](caf::unit_t&, caf::downstream<tuple>& out, tuple x) { out.push(x); });
   }};
 }
 
@@ -71,15 +70,15 @@ struct sink_state {
 caf::behavior sink(caf::event_based_actor* self, caf::actor main, std::int64_t tuples) {
   return {[=](caf::stream<tuple> in) {
     return caf::attach_stream_sink(
-      self, in, [](sink_state&) {},
-      [=](sink_state& st, tuple x) {
-        st.t.add(x);
-        if (st.t.count == tuples) bench::stream_caf::report(self, main, st.t);
-      },
-      [=](sink_state& st, const caf::error& err) {
-        if (st.t.count != tuples) bench::stream_caf::report(self, main, st.t);  // main still waits for it
-        self->send(main, closed_atom::value, err ? self->system().render(err) : std::string{});
-      });
+        self, in, [](sink_state&) {},
+        [=](sink_state& st, tuple x) {
+          st.t.add(x);
+          if (st.t.count == tuples) bench::stream_caf::report(self, main, st.t);
+        },
+        [=](sink_state& st, const caf::error& err) {
+          if (st.t.count != tuples) bench::stream_caf::report(self, main, st.t);  // main still waits for it
+          self->send(main, closed_atom::value, err ? self->system().render(err) : std::string{});
+        });
   }};
 }
 
@@ -106,8 +105,12 @@ bench::sample bench::run_caf_stream(const params& p) {
   t.check(tuples);
   std::string err;
   bool closed = false;
-  self->receive([&](closed_atom, const std::string& e) { closed = true; err = e; },
-                caf::after(std::chrono::seconds(30)) >> [] {});
+  self->receive(
+      [&](closed_atom, const std::string& e) {
+        closed = true;
+        err = e;
+      },
+      caf::after(std::chrono::seconds(30)) >> [] {});
   check(closed, "the stream did not close within 30 s of the last tuple");
   check(err.empty(), "the stream closed with an error: " + err);
   return s;

@@ -39,8 +39,8 @@ sample run_threads(const params& p);
 
 namespace pipeline3 {
 
-using stream_tuple::tuple;
 using stream_tuple::tally;
+using stream_tuple::tuple;
 
 }  // namespace pipeline3
 }  // namespace bench

@@ -4,8 +4,8 @@
 
 #include <troupe/troupe.hpp>
 
-#include "common/stream_nodes.hpp"
 #include "common/stream_graph.hpp"
+#include "common/stream_nodes.hpp"
 
 namespace {
 struct go_atom {};
@@ -27,16 +27,19 @@ bench::sample bench::run_troupe_actors(const params& p) {
         }};
       },
       self.handle());
-  auto forwarder = sys.spawn([](troupe::event_actor& s, troupe::actor next) {
-    return troupe::behavior{[&s, next](tuple& x) { s.send(next, x); }};
-  }, sink);
-  auto source = sys.spawn([tuples](troupe::event_actor& s, troupe::actor next) {
-    return troupe::behavior{[&s, next, tuples, i = std::int64_t{0}](go_atom) mutable {
-      for (int k = 0; k < 1000 && i < tuples; ++k, ++i) s.send(next, tuple{i % 1024, i, i});
-      if (i < tuples) s.send(s.self(), go_atom{});
-      else s.quit();
-    }};
-  }, forwarder);
+  auto forwarder =
+      sys.spawn([](troupe::event_actor& s,
+                   troupe::actor next) { return troupe::behavior{[&s, next](tuple& x) { s.send(next, x); }}; },
+                sink);
+  auto source = sys.spawn(
+      [tuples](troupe::event_actor& s, troupe::actor next) {
+        return troupe::behavior{[&s, next, tuples, i = std::int64_t{0}](go_atom) mutable {
+          for (int k = 0; k < 1000 && i < tuples; ++k, ++i) s.send(next, tuple{i % 1024, i, i});
+          if (i < tuples) s.send(s.self(), go_atom{});
+          else s.quit();
+        }};
+      },
+      forwarder);
   stopwatch sw;
   self->send(source, go_atom{});
   pipeline3::tally t;

@@ -34,8 +34,8 @@ namespace pipeline9 {
 /// Forwarders between the source and the sink.
 inline constexpr int forwarders = 7;
 
-using stream_tuple::tuple;
 using stream_tuple::tally;
+using stream_tuple::tuple;
 
 }  // namespace pipeline9
 }  // namespace bench

@@ -3,8 +3,8 @@
 
 #include <troupe/troupe.hpp>
 
-#include "common/stream_nodes.hpp"
 #include "common/stream_graph.hpp"
+#include "common/stream_nodes.hpp"
 
 using bench::stream_tuple::forwarder;
 using bench::stream_tuple::sink;

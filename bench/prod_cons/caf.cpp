@@ -17,20 +17,16 @@ struct producer_state {
   std::int64_t sent = 0;
 };
 
-caf::behavior producer(caf::stateful_actor<producer_state>* self,
-                       caf::actor sink, std::int64_t count) {
+caf::behavior producer(caf::stateful_actor<producer_state>* self, caf::actor sink, std::int64_t count) {
   return {
-    [=](go_atom) { self->send(self, next_atom::value); },
-    [=](next_atom) {
-      auto& i = self->state.sent;
-      auto end = std::min(count, i + slice);
-      for (; i < end; ++i)
-        self->send(sink, static_cast<std::int32_t>(i));
-      if (i < count)
-        self->send(self, next_atom::value);
-      else
-        self->quit();
-    },
+      [=](go_atom) { self->send(self, next_atom::value); },
+      [=](next_atom) {
+        auto& i = self->state.sent;
+        auto end = std::min(count, i + slice);
+        for (; i < end; ++i) self->send(sink, static_cast<std::int32_t>(i));
+        if (i < count) self->send(self, next_atom::value);
+        else self->quit();
+      },
   };
 }
 
@@ -39,21 +35,20 @@ struct consumer_state {
   std::int64_t sum = 0;
 };
 
-caf::behavior consumer(caf::stateful_actor<consumer_state>* self,
-                       std::int64_t count, caf::actor main) {
+caf::behavior consumer(caf::stateful_actor<consumer_state>* self, std::int64_t count, caf::actor main) {
   return {
-    [=](std::int32_t x) {
-      auto& st = self->state;
-      st.sum += x;
-      if (++st.received == count) {
-        self->send(main, done_atom::value, st.received, st.sum);
-        self->quit();
-      }
-    },
+      [=](std::int32_t x) {
+        auto& st = self->state;
+        st.sum += x;
+        if (++st.received == count) {
+          self->send(main, done_atom::value, st.received, st.sum);
+          self->quit();
+        }
+      },
   };
 }
 
-} // namespace
+}  // namespace
 
 bench::sample bench::run_caf(const params& p) {
   const auto messages = p.get("messages");

@@ -17,11 +17,9 @@ bench::sample bench::run_threads(const params& p) {
   std::atomic<bool> go{false};
   std::thread producer{[&] {
     spin_wait wait;
-    while (!go.load(std::memory_order_acquire))
-      wait();
+    while (!go.load(std::memory_order_acquire)) wait();
     for (std::int64_t i = 0; i < messages; ++i) {
-      while (!q.try_enqueue(static_cast<std::int32_t>(i)))
-        wait(); // queue full: spin
+      while (!q.try_enqueue(static_cast<std::int32_t>(i))) wait();  // queue full: spin
       wait.reset();
     }
   }};
@@ -37,7 +35,7 @@ bench::sample bench::run_threads(const params& p) {
       ++received;
       wait.reset();
     } else {
-      wait(); // empty: busy poll
+      wait();  // empty: busy poll
     }
   }
   sample s;

@@ -15,13 +15,14 @@ bench::sample bench::run_troupe(const params& p) {
   troupe::scoped_actor self{sys};
   auto consumer = sys.spawn(
       [messages](troupe::event_actor& s, troupe::actor main) {
-        return troupe::behavior{[&s, main, messages, count = std::int64_t{0}, sum = std::int64_t{0}](std::int32_t v) mutable {
-          sum += v;
-          if (++count == messages) {
-            s.send(main, count, sum);
-            s.quit();
-          }
-        }};
+        return troupe::behavior{
+            [&s, main, messages, count = std::int64_t{0}, sum = std::int64_t{0}](std::int32_t v) mutable {
+              sum += v;
+              if (++count == messages) {
+                s.send(main, count, sum);
+                s.quit();
+              }
+            }};
       },
       self.handle());
   auto producer = sys.spawn(

@@ -13,10 +13,7 @@ int main(int argc, char** argv) {
     const std::int64_t per_actor = full ? 1'000'000 : 200'000;
     for (std::int64_t t : {1, 4, 100})
       vs.push_back({"throughput " + std::to_string(t),
-                    {{"actors", 50},
-                     {"per_actor", per_actor},
-                     {"max_throughput", t},
-                     {"workers", 2}}});
+                    {{"actors", 50}, {"per_actor", per_actor}, {"max_throughput", t}, {"workers", 2}}});
     return vs;
   };
   return bench::run_main(argc, argv, s);

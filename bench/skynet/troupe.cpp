@@ -5,8 +5,7 @@
 
 namespace {
 
-void skynet(troupe::event_actor& self, troupe::actor parent, std::int64_t num, std::int64_t size,
-            std::int64_t arity) {
+void skynet(troupe::event_actor& self, troupe::actor parent, std::int64_t num, std::int64_t size, std::int64_t arity) {
   if (size == 1) {
     self.send(parent, num);
     self.quit();

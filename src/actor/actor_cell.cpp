@@ -5,10 +5,10 @@
 #include <mutex>
 #include <thread>
 
-#include "troupe/actor/group.hpp"
-#include "troupe/actor/system_messages.hpp"
-#include "troupe/actor/local_actor.hpp"
 #include "troupe/actor/actor_system.hpp"
+#include "troupe/actor/group.hpp"
+#include "troupe/actor/local_actor.hpp"
+#include "troupe/actor/system_messages.hpp"
 #include "troupe/util/cache.hpp"
 
 namespace troupe {
@@ -203,7 +203,7 @@ std::size_t actor_cell::settle(std::size_t consumed, bool& freed) noexcept {
   return (now & mail_mask) >> 32;
 }
 
-void actor_cell::terminate(error reason, std::size_t consumed) noexcept {
+void actor_cell::terminate(const error& reason, std::size_t consumed) noexcept {
   auto prev = word_.fetch_or(closed_bit, std::memory_order_acq_rel);
   TROUPE_ASSERT((prev & closed_bit) == 0, "M3: an actor ended twice");
   std::uint64_t total = (prev & mail_mask) >> 32;

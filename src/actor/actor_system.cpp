@@ -4,8 +4,8 @@
 
 #include <array>
 #include <cstdio>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -84,7 +84,8 @@ struct actor_system::impl {
       for (auto* c = s.head; c != nullptr; c = c->live_next_)
         if (c->try_add_ref()) victims.emplace_back(c, false);
     }
-    for (auto& v : victims) actor_cell::deliver(v, detail::make_message(actor{}, 0, detail::kill_msg{reason}), priority::urgent);
+    for (auto& v : victims)
+      actor_cell::deliver(v, detail::make_message(actor{}, 0, detail::kill_msg{reason}), priority::urgent);
   }
 };
 
@@ -126,6 +127,7 @@ void actor_system::report_task_failure(std::exception_ptr e) noexcept {
     text = ex.what();
     what = text.c_str();
   } catch (...) {
+    // not derived from std::exception: `what` says so
   }
   std::fprintf(stderr, "troupe: a posted task failed: %s\n", what);
 }
@@ -160,7 +162,7 @@ void actor_system::remove_live(actor_cell* c) noexcept {
   impl_->live.fetch_sub(1, std::memory_order_release);
 }
 
-actor actor_system::launch(event_actor* a, bool detached, affinity own) {
+actor actor_system::launch(event_actor* a, bool detached, const affinity& own) {
   add_live(a);
   if (!detached) {
     schedule(a);  // runs make_behavior on the first activation

@@ -105,8 +105,7 @@ bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> 
   }
 }
 
-detail::message_node* blocking_actor::await_response(std::uint64_t id,
-                                                     std::optional<clock::time_point> deadline) {
+detail::message_node* blocking_actor::await_response(std::uint64_t id, std::optional<clock::time_point> deadline) {
   const auto wanted = detail::response_bit | id;
   for (auto it = stash_.begin(); it != stash_.end(); ++it)
     if ((*it)->id == wanted) {
@@ -127,13 +126,13 @@ detail::message_node* blocking_actor::await_response(std::uint64_t id,
   }
 }
 
-void blocking_actor::finish(error reason) noexcept {
+void blocking_actor::finish(const error& reason) noexcept {
   if (finished_) return;
   finished_ = true;
   error gone{errc::actor_exited, "the receiver ended: " + reason.to_string()};
   for (auto* n : stash_) dead_letter(n, gone);
   stash_.clear();
-  terminate(std::move(reason), consumed_);
+  terminate(reason, consumed_);
   consumed_ = 0;
 }
 

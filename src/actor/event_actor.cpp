@@ -40,8 +40,7 @@ class delivery_task final : public timer_task {
 };
 }  // namespace
 
-void deliver_later(actor_system& sys, const actor& dest, message_node* n, std::chrono::nanoseconds delay,
-                   priority p) {
+void deliver_later(actor_system& sys, const actor& dest, message_node* n, std::chrono::nanoseconds delay, priority p) {
   std::unique_ptr<timer_task> task;
   try {
     task = std::make_unique<delivery_task>(dest, n, p);
@@ -85,7 +84,7 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
     if (!quit_ && !alive_without_messages()) quit();
     if (quit_) {
       error reason = std::move(*quit_);
-      terminate(std::move(reason), consumed);
+      terminate(reason, consumed);
       return resume_result::done;
     }
   }
@@ -111,7 +110,7 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
       dispatch(n);
       if (quit_) {
         error reason = std::move(*quit_);
-        terminate(std::move(reason), consumed);  // may free this
+        terminate(reason, consumed);  // may free this
         return resume_result::done;
       }
       if (yield_) {

@@ -10,22 +10,24 @@ namespace troupe {
 
 std::string_view to_string(polling p) noexcept {
   switch (p) {
-    case polling::aggressive: return "aggressive";
-    case polling::moderate: return "moderate";
-    case polling::relaxed: return "relaxed";
+    case polling::aggressive:
+      return "aggressive";
+    case polling::moderate:
+      return "moderate";
+    case polling::relaxed:
+      return "relaxed";
   }
   return "unknown";
 }
 
-config_error::config_error(std::string key, std::string value, std::string problem)
+config_error::config_error(std::string key, std::string value, const std::string& problem)
     : std::invalid_argument("config key '" + key + "' with value '" + value + "': " + problem),
       key_{std::move(key)},
       value_{std::move(value)} {}
 
 namespace {
 
-std::size_t parse_count(std::string_view key, std::string_view value, std::size_t min,
-                        std::size_t max) {
+std::size_t parse_count(std::string_view key, std::string_view value, std::size_t min, std::size_t max) {
   std::size_t n = 0;
   auto* first = value.data();
   auto* last = value.data() + value.size();
@@ -124,13 +126,11 @@ config& config::load_file(const std::string& path) {
     auto eq = l.find('=');
     if (eq == std::string_view::npos)
       throw config_error("file", path,
-                         "line " + std::to_string(line_no) + ": expected 'key = value', got '" +
-                             std::string{l} + "'");
+                         "line " + std::to_string(line_no) + ": expected 'key = value', got '" + std::string{l} + "'");
     try {
       set(trim(l.substr(0, eq)), trim(l.substr(eq + 1)));
     } catch (const config_error& e) {
-      throw config_error(e.key(), e.value(),
-                         path + " line " + std::to_string(line_no) + ": " + e.what());
+      throw config_error(e.key(), e.value(), path + " line " + std::to_string(line_no) + ": " + e.what());
     }
   }
   return *this;

@@ -14,9 +14,12 @@ thread_local worker* current_worker = nullptr;
 // then pauses ~0.3-1 us): moderate up to ~50 us, relaxed ~5 us.
 constexpr std::uint32_t spin_rounds(polling p) {
   switch (p) {
-    case polling::aggressive: return UINT32_MAX;
-    case polling::moderate: return tuning::spin_rounds_moderate;
-    case polling::relaxed: return tuning::spin_rounds_relaxed;
+    case polling::aggressive:
+      return UINT32_MAX;
+    case polling::moderate:
+      return tuning::spin_rounds_moderate;
+    case polling::relaxed:
+      return tuning::spin_rounds_relaxed;
   }
   return tuning::spin_rounds_moderate;
 }
@@ -111,8 +114,7 @@ resumable* worker::pop_lifo() noexcept {
   }
   resumable* r = lifo_[b & (lifo_size - 1)].load(std::memory_order_relaxed);
   if (t == b) {  // last element: race the thieves for it
-    if (!lifo_top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed))
-      r = nullptr;
+    if (!lifo_top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) r = nullptr;
     lifo_bottom_.store(b + 1, std::memory_order_relaxed);
   }
   return r;
@@ -134,8 +136,7 @@ resumable* worker::steal() noexcept {
     auto t = tail_.load(std::memory_order_acquire);
     if (h >= t) return nullptr;
     resumable* r = ring_[h & (ring_size - 1)].load(std::memory_order_relaxed);
-    if (head_.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel, std::memory_order_acquire))
-      return r;
+    if (head_.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return r;
   }
 }
 
@@ -380,8 +381,7 @@ resumable* scheduler::pop_global() noexcept {
 void scheduler::notify_if_needed() noexcept {
   // An RMW on idle_ orders our published work against a parking worker's
   // increment of idle_ (see worker::park).
-  if (idle_.fetch_add(0, std::memory_order_seq_cst) != 0 && searching_.load(std::memory_order_seq_cst) == 0)
-    wake_one();
+  if (idle_.fetch_add(0, std::memory_order_seq_cst) != 0 && searching_.load(std::memory_order_seq_cst) == 0) wake_one();
 }
 
 void scheduler::notify_from_worker() noexcept {

@@ -30,9 +30,9 @@
 #include <thread>
 #include <vector>
 
-#include "troupe/runtime/config.hpp"
 #include "troupe/detail/resumable.hpp"
 #include "troupe/detail/tuning.hpp"
+#include "troupe/runtime/config.hpp"
 #include "troupe/util/affinity.hpp"
 #include "troupe/util/cache.hpp"
 
@@ -64,31 +64,31 @@ class alignas(cache_line) worker {
   resumable* steal_lifo() noexcept;        // any thread: deque top (oldest)
   resumable* steal_next(resumable* expected) noexcept;
   bool has_work() const noexcept;
-  bool has_own_work() const noexcept;  // owner's view, relaxed
+  bool has_own_work() const noexcept;     // owner's view, relaxed
   bool has_queued_work() const noexcept;  // stealable: deque or ring, relaxed
   std::uint64_t activations() const noexcept { return activations_.load(std::memory_order_acquire); }
 
  private:
   friend class scheduler;
   resumable* pop_local() noexcept;
-  resumable* pop_lifo() noexcept;  // owner only: deque bottom (newest)
+  resumable* pop_lifo() noexcept;   // owner only: deque bottom (newest)
   resumable* steal_any() noexcept;  // one pass over the other workers
   void run_one(resumable* r) noexcept;
   resumable* find_work() noexcept;
   resumable* search() noexcept;
   resumable* search_round() noexcept;  // one visit of the global queue and every victim
-  bool park() noexcept;  // false: stop requested
+  bool park() noexcept;                // false: stop requested
 
   scheduler* sched_;
   std::size_t index_;
   std::uint32_t tick_ = 0;
   std::uint32_t next_streak_ = 0;
   std::uint64_t rng_ = 0x9e3779b97f4a7c15ULL;
-  std::uint32_t spin_budget_;  // search rounds before parking (moderate adapts it)
+  std::uint32_t spin_budget_;          // search rounds before parking (moderate adapts it)
   std::vector<resumable*> seen_next_;  // per victim: its next slot one round ago
 
   static constexpr std::int64_t lifo_size = tuning::worker_deque;
-  alignas(cache_line) std::atomic<std::int64_t> lifo_top_{0};  // thieves
+  alignas(cache_line) std::atomic<std::int64_t> lifo_top_{0};     // thieves
   alignas(cache_line) std::atomic<std::int64_t> lifo_bottom_{0};  // owner
   std::atomic<resumable*> lifo_[lifo_size];
 

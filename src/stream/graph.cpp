@@ -70,7 +70,7 @@ std::string graph_metrics::to_json() const {
       << ",\"items_out\":" << n.items_out << ",\"failed\":" << n.failed << ",\"queued\":" << n.queued << "}";
   }
   o << "],\"latency_ns\":{\"count\":" << latency.count();
-  const std::pair<const char*, double> qs[] = {{"min", 0},     {"p5", 0.05}, {"p25", 0.25}, {"p50", 0.5},
+  const std::pair<const char*, double> qs[] = {{"min", 0},    {"p5", 0.05},  {"p25", 0.25}, {"p50", 0.5},
                                                {"p75", 0.75}, {"p95", 0.95}, {"p99", 0.99}, {"max", 1}};
   for (auto& [name, q] : qs) o << ",\"" << name << "\":" << latency.percentile(q);
   o << "}}";
@@ -146,8 +146,7 @@ void runner_base::launch() noexcept {
   if (settings_.dedicated) {
     wakeups_.fetch_add(1, std::memory_order_seq_cst);
     wakeups_.notify_one();
-  }
-  else system_access::schedule(*graph_->sys, this);
+  } else system_access::schedule(*graph_->sys, this);
 }
 
 bool runner_base::linger(bool for_room) noexcept {

@@ -64,16 +64,12 @@ std::string compact_list(const std::vector<int>& cores) {
   return out;
 }
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
-         c == '\f';
-}
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 class parser {
  public:
-  parser(std::string_view text, const std::vector<int>* available)
-      : s_(text), available_(available) {}
+  parser(std::string_view text, const std::vector<int>* available) : s_(text), available_(available) {}
 
   std::vector<std::vector<int>> run() {
     std::vector<std::vector<int>> groups;
@@ -81,8 +77,7 @@ class parser {
     skip_space();
     while (i_ < s_.size()) {
       if (s_[i_] != '<') {
-        std::string p = "expected '<' to start a group, found " +
-                        describe_char(s_[i_]);
+        std::string p = "expected '<' to start a group, found " + describe_char(s_[i_]);
         if (!groups.empty()) p += " after the last group";
         fail(i_, std::move(p));
       }
@@ -91,8 +86,7 @@ class parser {
       groups.push_back(group(open));
       total += groups.back().size();
       if (total > affinity::max_total_cores) {
-        fail(open, "the string names too many cores in total (more than " +
-                       std::to_string(affinity::max_total_cores) +
+        fail(open, "the string names too many cores in total (more than " + std::to_string(affinity::max_total_cores) +
                        " over all groups)");
       }
       skip_space();
@@ -133,8 +127,7 @@ class parser {
         skip_space();
         hi = core_id("after '-'", open);
         if (hi.value < lo.value) {
-          fail(hi.pos, "range end " + std::to_string(hi.value) +
-                           " is below its start " + std::to_string(lo.value));
+          fail(hi.pos, "range end " + std::to_string(hi.value) + " is below its start " + std::to_string(lo.value));
         }
         skip_space();
       }
@@ -142,8 +135,7 @@ class parser {
       check_available(r);
       ranges.push_back(r);
       if (i_ >= s_.size()) {
-        fail(i_, "missing '>' to close the group opened at position " +
-                     std::to_string(open));
+        fail(i_, "missing '>' to close the group opened at position " + std::to_string(open));
       }
       char c = s_[i_];
       if (c == ',') {
@@ -155,16 +147,12 @@ class parser {
         ++i_;
         break;
       }
-      std::string p =
-          lo.pos == hi.pos
-              ? "expected ',', '-' or '>' after core id " +
-                    std::to_string(lo.value) + ", found " + describe_char(c)
-              : "expected ',' or '>' after range " + std::to_string(lo.value) +
-                    "-" + std::to_string(hi.value) + ", found " +
-                    describe_char(c);
+      std::string p = lo.pos == hi.pos ? "expected ',', '-' or '>' after core id " + std::to_string(lo.value) +
+                                             ", found " + describe_char(c)
+                                       : "expected ',' or '>' after range " + std::to_string(lo.value) + "-" +
+                                             std::to_string(hi.value) + ", found " + describe_char(c);
       if (c == '<') {
-        p += " (missing '>' to close the group opened at position " +
-             std::to_string(open) + "?)";
+        p += " (missing '>' to close the group opened at position " + std::to_string(open) + "?)";
       } else if (is_digit(c)) {
         p += " (separate core ids with ',')";
       }
@@ -172,8 +160,7 @@ class parser {
     }
     // Merge the ranges, then expand: the work is bounded by the number of
     // distinct cores, not by how often the string repeats a range.
-    std::sort(ranges.begin(), ranges.end(),
-              [](const range& a, const range& b) { return a.lo < b.lo; });
+    std::sort(ranges.begin(), ranges.end(), [](const range& a, const range& b) { return a.lo < b.lo; });
     std::vector<int> cores;
     int next = -1;  // smallest core not yet emitted
     for (const range& r : ranges) {
@@ -202,8 +189,7 @@ class parser {
       } else if (c == '>' && a == "after '-'") {
         p = "dangling '-': expected a core id after '-', found '>'";
       } else {
-        p = std::string("expected a core id ") + after + ", found " +
-            describe_char(c);
+        p = std::string("expected a core id ") + after + ", found " + describe_char(c);
         if (c == '-') p += " (core ids cannot be negative)";
       }
       fail(i_, std::move(p));
@@ -222,8 +208,7 @@ class parser {
       std::string_view digits = s_.substr(start, i_ - start);
       std::string shown(digits.substr(0, 24));
       if (digits.size() > 24) shown += "...";
-      fail(start, "core id " + shown + " is too large (the maximum is " +
-                      std::to_string(affinity::max_core_id) + ")");
+      fail(start, "core id " + shown + " is too large (the maximum is " + std::to_string(affinity::max_core_id) + ")");
     }
     return {static_cast<int>(value), start};
   }
@@ -231,9 +216,7 @@ class parser {
   void check_available(const range& r) const {
     if (available_ == nullptr) return;
     const std::vector<int>& av = *available_;
-    auto has = [&av](int id) {
-      return std::binary_search(av.begin(), av.end(), id);
-    };
+    auto has = [&av](int id) { return std::binary_search(av.begin(), av.end(), id); };
     // Point at an id the user wrote when it is itself missing (the start,
     // then the end); otherwise at the start of the range with a gap.
     int c = r.lo;
@@ -251,11 +234,9 @@ class parser {
     }
     std::string p = "core " + std::to_string(c);
     if (r.lo != r.hi) {
-      p += " (in range " + std::to_string(r.lo) + "-" + std::to_string(r.hi) +
-           ")";
+      p += " (in range " + std::to_string(r.lo) + "-" + std::to_string(r.hi) + ")";
     }
-    p += " is not available on this machine (available: " + compact_list(av) +
-         ")";
+    p += " is not available on this machine (available: " + compact_list(av) + ")";
     fail(c == r.hi && r.lo != r.hi ? r.hi_pos : r.lo_pos, std::move(p));
   }
 
@@ -266,26 +247,21 @@ class parser {
 
 }  // namespace
 
-affinity_error::affinity_error(std::string text, std::size_t position,
-                               std::string problem)
-    : std::invalid_argument("affinity string " + quoted(text) +
-                            ": at position " + std::to_string(position) +
-                            ": " + problem),
+affinity_error::affinity_error(std::string text, std::size_t position, std::string problem)
+    : std::invalid_argument("affinity string " + quoted(text) + ": at position " + std::to_string(position) + ": " +
+                            problem),
       text_(std::move(text)),
       position_(position),
       problem_(std::move(problem)) {}
 
-affinity affinity::parse(std::string_view text) {
-  return parse_impl(text, nullptr);
-}
+affinity affinity::parse(std::string_view text) { return parse_impl(text, nullptr); }
 
 affinity affinity::parse_for_machine(std::string_view text) {
   const std::vector<int> available = available_cores();
   return parse_impl(text, &available);
 }
 
-affinity affinity::parse_impl(std::string_view text,
-                              const std::vector<int>* available) {
+affinity affinity::parse_impl(std::string_view text, const std::vector<int>* available) {
   affinity a;
   a.groups_ = parser(text, available).run();
   a.text_ = std::string(text);
@@ -294,9 +270,8 @@ affinity affinity::parse_impl(std::string_view text,
 
 const std::vector<int>& affinity::group(std::size_t i) const {
   if (i >= groups_.size()) {
-    throw std::out_of_range("affinity::group: index " + std::to_string(i) +
-                            " but only " + std::to_string(groups_.size()) +
-                            " groups");
+    throw std::out_of_range("affinity::group: index " + std::to_string(i) + " but only " +
+                            std::to_string(groups_.size()) + " groups");
   }
   return groups_[i];
 }
@@ -330,8 +305,9 @@ std::vector<int> available_cores() {
     CPU_FREE(set);
     if (err != EINVAL) break;
   }
-  std::vector<int> cores;
   const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<int> cores;
+  cores.reserve(n);
   for (unsigned c = 0; c < n; ++c) cores.push_back(static_cast<int>(c));
   return cores;
 }

@@ -11,7 +11,7 @@ int main() {
     if (i == 10) return std::nullopt;
     return i++;
   });
-  auto g = troupe::spawn_pattern(
-      sys, troupe::pipeline{numbers, troupe::farm{troupe::stream::sink([](int) {}), 2, troupe::round_robin{}, troupe::ordered}});
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{numbers, troupe::farm{troupe::stream::sink([](int) {}), 2,
+                                                                             troupe::round_robin{}, troupe::ordered}});
   g.wait();
 }

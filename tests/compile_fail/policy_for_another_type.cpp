@@ -7,7 +7,7 @@
 
 int main() {
   troupe::actor_system sys;
-  auto p = troupe::spawn_pattern(
-      sys, troupe::farm{troupe::seq{[](int x) { return x; }}, 2, troupe::by_key{[](const std::string& s) { return s.size(); }}});
+  auto p = troupe::spawn_pattern(sys, troupe::farm{troupe::seq{[](int x) { return x; }}, 2,
+                                                   troupe::by_key{[](const std::string& s) { return s.size(); }}});
   p.close();
 }

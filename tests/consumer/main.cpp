@@ -12,9 +12,7 @@ int main() {
   std::string failure;
   {
     troupe::actor_system sys{troupe::config{.workers = 2}};
-    auto doubler = sys.spawn([](troupe::event_actor&) {
-      return troupe::behavior{[](int x) { return x * 2; }};
-    });
+    auto doubler = sys.spawn([](troupe::event_actor&) { return troupe::behavior{[](int x) { return x * 2; }}; });
     troupe::scoped_actor self{sys};
     self->request(doubler, 10s, 21)
         .receive([&](int v) { got = v; }, [&](troupe::error& e) { failure = e.to_string(); });

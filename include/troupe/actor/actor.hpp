@@ -54,9 +54,7 @@ class actor {
   std::uint64_t id() const noexcept;
 
   friend bool operator==(const actor& a, const actor& b) noexcept { return a.cell_ == b.cell_; }
-  friend bool operator<(const actor& a, const actor& b) noexcept {
-    return std::less<actor_cell*>{}(a.cell_, b.cell_);
-  }
+  friend bool operator<(const actor& a, const actor& b) noexcept { return std::less<actor_cell*>{}(a.cell_, b.cell_); }
 
  private:
   actor_cell* cell_ = nullptr;
@@ -66,7 +64,5 @@ class actor {
 
 template <>
 struct std::hash<troupe::actor> {
-  std::size_t operator()(const troupe::actor& a) const noexcept {
-    return std::hash<troupe::actor_cell*>{}(a.get());
-  }
+  std::size_t operator()(const troupe::actor& a) const noexcept { return std::hash<troupe::actor_cell*>{}(a.get()); }
 };

@@ -11,8 +11,8 @@
 #pragma once
 
 #include <atomic>
-#include <exception>
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -75,9 +75,9 @@ class actor_system {
     requires std::is_invocable_v<F&, event_actor&, std::decay_t<Args>&...>
   auto spawn(F fun, Args&&... args) {
     using result = std::invoke_result_t<F&, event_actor&, std::decay_t<Args>&...>;
-    actor a = launch(construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun),
-                                                                                 std::forward<Args>(args)...),
-                     false);
+    actor a =
+        launch(construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun), std::forward<Args>(args)...),
+               false);
     if constexpr (is_typed_behavior<result>::value) return typename result::handle_type{std::move(a)};
     else return a;
   }
@@ -98,14 +98,14 @@ class actor_system {
   actor spawn(const placement& where, F fun, Args&&... args) {
     auto cores = affinity::parse_for_machine(where.cores());  // throws before anything exists
     auto* a = construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun), std::forward<Args>(args)...);
-    return launch(a, where.own_thread_each(), std::move(cores));
+    return launch(a, where.own_thread_each(), cores);
   }
   template <class A, class... Args>
     requires std::is_base_of_v<event_actor, A>
   actor spawn(const placement& where, Args&&... args) {
     auto cores = affinity::parse_for_machine(where.cores());
     auto* a = construct<A>(std::forward<Args>(args)...);
-    return launch(a, where.own_thread_each(), std::move(cores));
+    return launch(a, where.own_thread_each(), cores);
   }
   /// spawn(placement::own_thread(), fun, args...).
   template <class F, class... Args>
@@ -204,7 +204,7 @@ class actor_system {
     return new A(std::forward<Args>(args)...);
   }
   /// `cores`: where the own thread runs (empty: config::detached_affinity).
-  actor launch(event_actor* a, bool detached, affinity cores = {});
+  actor launch(event_actor* a, bool detached, const affinity& cores = {});
   actor launch_blocking(blocking_actor* a, std::function<void(blocking_actor&)> body);
   void add_live(actor_cell* c);
 

@@ -63,8 +63,7 @@ decltype(auto) invoke_impl(std::tuple<Ps...>*, F& f, message_node& n, std::index
 template <class F>
 decltype(auto) invoke_with(F& f, message_node& n) {
   using args = typename callable_traits<F>::args;
-  return invoke_impl(static_cast<args*>(nullptr), f, n,
-                     std::make_index_sequence<std::tuple_size_v<args>>{});
+  return invoke_impl(static_cast<args*>(nullptr), f, n, std::make_index_sequence<std::tuple_size_v<args>>{});
 }
 
 /// Sends a handler's result back: to the requester as a response, or to the
@@ -87,8 +86,7 @@ class handler_base {
 template <class F>
 class handler final : public handler_base {
  public:
-  explicit handler(F f)
-      : handler_base(tuple_type_id<typename callable_traits<F>::decayed>::value), f_{std::move(f)} {}
+  explicit handler(F f) : handler_base(tuple_type_id<typename callable_traits<F>::decayed>::value), f_{std::move(f)} {}
   void invoke(actor_cell& self, message_node& n) override {
     using result = typename callable_traits<F>::result;
     if constexpr (std::is_void_v<result>) {

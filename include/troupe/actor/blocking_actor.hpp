@@ -65,7 +65,7 @@ class blocking_actor : public local_actor {
   void set_down_handler(std::function<void(down_msg&)> f) { down_handler_ = std::move(f); }
 
   /// Ends the actor now (used by scoped_actor and the thread wrapper).
-  void finish(error reason) noexcept;
+  void finish(const error& reason) noexcept;
 
   detail::resume_result resume(std::size_t) override { return detail::resume_result::done; }
 
@@ -134,11 +134,10 @@ blocking_actor::request_handle blocking_actor::request(const actor& dest, std::c
 
 template <class... Sigs, class... Ts>
   requires(typed_actor<Sigs...>::template accepts<Ts...>)
-blocking_actor::request_handle blocking_actor::request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout,
-                                       Ts&&... xs) {
+blocking_actor::request_handle blocking_actor::request(const typed_actor<Sigs...>& dest,
+                                                       std::chrono::nanoseconds timeout, Ts&&... xs) {
   auto id = new_request_id();
-  deliver(dest.address(),
-          detail::make_typed_message<typed_actor<Sigs...>>(handle(), id, std::forward<Ts>(xs)...));
+  deliver(dest.address(), detail::make_typed_message<typed_actor<Sigs...>>(handle(), id, std::forward<Ts>(xs)...));
   return request_handle{*this, id, timeout};
 }
 

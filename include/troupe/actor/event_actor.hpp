@@ -118,9 +118,7 @@ class event_actor : public local_actor {
   void handle_unexpected(detail::message_node& n);
   void handle_request_error(error e);
   void register_request(std::uint64_t id, std::chrono::nanoseconds timeout);
-  bool alive_without_messages() const noexcept {
-    return !bhvr_.empty() || (pending_ && !pending_->empty());
-  }
+  bool alive_without_messages() const noexcept { return !bhvr_.empty() || (pending_ && !pending_->empty()); }
 
   behavior bhvr_;
   std::optional<error> quit_;
@@ -152,8 +150,7 @@ class event_actor::request_handle {
 };
 
 template <class... Ts>
-event_actor::request_handle event_actor::request(const actor& dest, std::chrono::nanoseconds timeout,
-                                                 Ts&&... xs) {
+event_actor::request_handle event_actor::request(const actor& dest, std::chrono::nanoseconds timeout, Ts&&... xs) {
   auto id = new_request_id();
   register_request(id, timeout);
   deliver(dest, detail::make_message(handle(), id, std::forward<Ts>(xs)...));
@@ -163,11 +160,10 @@ event_actor::request_handle event_actor::request(const actor& dest, std::chrono:
 template <class... Sigs, class... Ts>
   requires(typed_actor<Sigs...>::template accepts<Ts...>)
 event_actor::request_handle event_actor::request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout,
-                                       Ts&&... xs) {
+                                                 Ts&&... xs) {
   auto id = new_request_id();
   register_request(id, timeout);
-  deliver(dest.address(),
-          detail::make_typed_message<typed_actor<Sigs...>>(handle(), id, std::forward<Ts>(xs)...));
+  deliver(dest.address(), detail::make_typed_message<typed_actor<Sigs...>>(handle(), id, std::forward<Ts>(xs)...));
   return request_handle{*this, id};
 }
 

@@ -13,10 +13,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "troupe/detail/actor_cell.hpp"
 #include "troupe/actor/behavior.hpp"
 #include "troupe/actor/system_messages.hpp"
 #include "troupe/actor/typed_actor.hpp"
+#include "troupe/detail/actor_cell.hpp"
 
 namespace troupe {
 
@@ -28,8 +28,7 @@ struct group_state;
 /// Set by actor_system::spawn while it constructs an actor object.
 actor_system*& constructing_system() noexcept;
 /// Schedules delivery of `n` to `dest` after `delay` (timer thread).
-void deliver_later(actor_system& sys, const actor& dest, message_node* n,
-                   std::chrono::nanoseconds delay, priority p);
+void deliver_later(actor_system& sys, const actor& dest, message_node* n, std::chrono::nanoseconds delay, priority p);
 
 template <class T>
 struct is_tuple : std::false_type {};
@@ -62,8 +61,7 @@ class local_actor : public actor_cell {
   template <class... Sigs, class... Ts>
     requires(typed_actor<Sigs...>::template accepts<Ts...>)
   void send(const typed_actor<Sigs...>& dest, Ts&&... xs) {
-    deliver(dest.address(),
-            detail::make_typed_message<typed_actor<Sigs...>>(handle(), 0, std::forward<Ts>(xs)...));
+    deliver(dest.address(), detail::make_typed_message<typed_actor<Sigs...>>(handle(), 0, std::forward<Ts>(xs)...));
   }
   /// Like send, but jumps ahead of normal messages.
   template <class... Ts>
@@ -153,11 +151,9 @@ void reply(actor_cell& self, message_node& in, R&& result) {
     std::uint64_t id = in.is_request() ? (response_bit | in.id) : 0;
     message_node* out;
     if constexpr (is_tuple<T>::value)
-      out = std::apply(
-          [&](auto&&... xs) { return make_message(self.handle(), id, std::forward<decltype(xs)>(xs)...); },
-          std::forward<R>(result));
-    else
-      out = make_message(self.handle(), id, std::forward<R>(result));
+      out = std::apply([&](auto&&... xs) { return make_message(self.handle(), id, std::forward<decltype(xs)>(xs)...); },
+                       std::forward<R>(result));
+    else out = make_message(self.handle(), id, std::forward<R>(result));
     actor_cell::deliver(in.sender, out);
   }
 }
@@ -204,9 +200,9 @@ class response_promise {
       if (answered.load(std::memory_order_acquire)) return;
       std::uint64_t rid = id != 0 ? (detail::response_bit | id) : 0;
       try {
-        actor_cell::deliver(requester, detail::make_message(std::move(self), rid,
-                                                            error{errc::runtime_error,
-                                                                  "response promise dropped without an answer"}));
+        actor_cell::deliver(
+            requester, detail::make_message(std::move(self), rid,
+                                            error{errc::runtime_error, "response promise dropped without an answer"}));
       } catch (...) {
         // Out of memory: the requester's timeout must do.
       }

@@ -79,11 +79,12 @@ struct payload_node final : message_node {
     pool_delete(self);
   }
   static const char* name() noexcept { return typeid(std::tuple<Ts...>).name(); }
-  static constexpr message_vtable vtable{&type_tag<Ts...>::id, &payload_node::destroy,
-                                         &payload_node::name, is_system_message<Ts...>::value};
+  static constexpr message_vtable vtable{&type_tag<Ts...>::id, &payload_node::destroy, &payload_node::name,
+                                         is_system_message<Ts...>::value};
 };
 
 template <class... Ts>
+// NOLINTNEXTLINE(performance-unnecessary-value-param): moved into the node
 message_node* make_message(actor sender, std::uint64_t id, Ts&&... xs) {
   using node_type = payload_node<std::decay_t<Ts>...>;
   auto* n = pool_new<node_type>(std::forward<Ts>(xs)...);

@@ -41,8 +41,7 @@ constexpr std::uint32_t signature_index() {
 template <class Args, class... Fs>
 constexpr std::size_t handler_for() {
   std::size_t i = 0, found = sizeof...(Fs);
-  ((found = (found == sizeof...(Fs) && std::is_same_v<Args, typename callable_traits<Fs>::decayed>) ? i : found,
-    ++i),
+  ((found = (found == sizeof...(Fs) && std::is_same_v<Args, typename callable_traits<Fs>::decayed>) ? i : found, ++i),
    ...);
   return found;
 }

@@ -30,8 +30,8 @@
 #include "troupe/actor/error.hpp"
 #include "troupe/actor/message.hpp"
 #include "troupe/detail/assert.hpp"
-#include "troupe/detail/resumable.hpp"
 #include "troupe/detail/mpsc_queue.hpp"
+#include "troupe/detail/resumable.hpp"
 
 namespace troupe {
 
@@ -62,9 +62,7 @@ class actor_cell : public detail::resumable {
     return static_cast<std::size_t>((word_.load(std::memory_order_relaxed) & mail_mask) >> 32);
   }
   /// true once the actor has ended (its mailbox is closed).
-  bool terminated() const noexcept {
-    return (word_.load(std::memory_order_acquire) & closed_bit) != 0;
-  }
+  bool terminated() const noexcept { return (word_.load(std::memory_order_acquire) & closed_bit) != 0; }
 
   /// Any thread. Takes ownership of `n`. Returns false when the actor had
   /// ended: the message is then a dead letter (counted; a request gets an
@@ -124,7 +122,7 @@ class actor_cell : public detail::resumable {
   /// mailbox and not yet settled. Drains what is left (dead letters), tells
   /// links and monitors, leaves the system. May free the cell: do not touch
   /// `this` afterwards.
-  void terminate(error reason, std::size_t consumed) noexcept;
+  void terminate(const error& reason, std::size_t consumed) noexcept;
 
   /// A message that cannot be delivered: counted, requests answered with an
   /// actor_exited error. Destroys the node.
@@ -163,8 +161,8 @@ class actor_cell : public detail::resumable {
   bool own_thread_ = false;
 
  private:
-  bool exited_ = false;             // guarded by the cell's stripe lock
-  errc exit_code_ = errc::none;     // idem; kept for late monitors and links
+  bool exited_ = false;          // guarded by the cell's stripe lock
+  errc exit_code_ = errc::none;  // idem; kept for late monitors and links
 };
 
 }  // namespace troupe

@@ -68,7 +68,8 @@ auto build_stage(builder& b, const P& p, const Next& next) {
     static_assert(node_stage<P>, "troupe: a stage must be a stream node or a pattern");
     using In = typename P::in_type;
     using Out = typename P::out_type;
-    auto& r = add_runner(b, std::make_unique<runner<P, Tagged, Next>>(b.graph, p, next_settings(b, needs_own_thread<P>), *b.graph.sys));
+    auto& r = add_runner(
+        b, std::make_unique<runner<P, Tagged, Next>>(b.graph, p, next_settings(b, needs_own_thread<P>), *b.graph.sys));
     if constexpr (!std::is_void_v<Out>) r.attach(next, b.capacity);
     if constexpr (std::is_void_v<In>) {
       return no_downstream{};
@@ -82,7 +83,8 @@ auto build_stage(builder& b, const P& p, const Next& next) {
 
 /// What build_stage<Tagged> of P returns when followed by Next.
 template <bool Tagged, class P, class Next>
-using built_t = decltype(build_stage<Tagged>(std::declval<builder&>(), std::declval<const P&>(), std::declval<const Next&>()));
+using built_t =
+    decltype(build_stage<Tagged>(std::declval<builder&>(), std::declval<const P&>(), std::declval<const Next&>()));
 
 /// An ordered farm's first stage: numbers the farm's input.
 template <class In, bool Tagged>

@@ -21,9 +21,11 @@
 // longer than one batch of its producer, and no element costs a
 // read-modify-write.
 //
-// Invariants (checked by TROUPE_ASSERT in debug and sanitizer builds):
-//   C1 only the producer pushes into a channel, only the consumer pops;
-//   C2 `closed` is set once, after the producer's last push is published;
+// Invariants:
+//   C1 only the producer pushes into a channel, only the consumer pops (the
+//      ring's R1-R3, asserted in spsc_ring.hpp);
+//   C2 `closed` is set once, after the producer's last push is published
+//      (asserted in outlet::close);
 //   C3 only the producer clears `waiting`, and only once it has flushed;
 //   C4 a runner is run by at most one thread at a time: whoever sets
 //      `active` from false to true queues (or signals) it, exactly once.
@@ -67,14 +69,14 @@ enum class step_result {
 
 /// Per-replica settings the graph builder hands to each runner.
 struct runner_settings {
-  std::size_t replica = 0;          // index among its stage's replicas
-  std::size_t replicas = 1;         // replicas of its stage
-  std::size_t batch = tuning::batch;  // elements per activation
+  std::size_t replica = 0;                              // index among its stage's replicas
+  std::size_t replicas = 1;                             // replicas of its stage
+  std::size_t batch = tuning::batch;                    // elements per activation
   std::size_t latency_sample = tuning::latency_sample;  // sinks measure one element in this many
   stream::failure on_error = stream::failure::cancel;
-  bool dedicated = false;           // its own thread instead of the scheduler
-  affinity cores;                   // dedicated: where its thread may run
-  std::size_t thread_index = 0;     // dedicated: its index in `cores`
+  bool dedicated = false;        // its own thread instead of the scheduler
+  affinity cores;                // dedicated: where its thread may run
+  std::size_t thread_index = 0;  // dedicated: its index in `cores`
 };
 
 /// One node replica: what the scheduler (or its own thread) runs.

@@ -40,8 +40,8 @@ struct graph_state {
   std::atomic<std::uint32_t> releasing{0};  // runners between clearing `active` and their last look
   std::atomic<std::uint64_t> failed{0};     // elements dropped under failure::skip
   mutable std::mutex mtx;
-  std::exception_ptr exception;  // the exception that stopped the graph
-  troupe::error error;           // what it stands for
+  std::exception_ptr exception;       // the exception that stopped the graph
+  troupe::error error;                // what it stands for
   std::shared_ptr<graph_state> self;  // keeps the graph alive while a runner runs
   std::vector<std::thread> threads;
   std::chrono::steady_clock::time_point started;

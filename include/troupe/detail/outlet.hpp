@@ -39,7 +39,7 @@ class emit_target {
       ++sent_;
       return;
     }
-    send_routed(std::move(v));
+    send_routed(std::move(v));  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
   }
   /// Everything but the inline case.
   virtual void send_routed(T&& v) = 0;
@@ -156,7 +156,8 @@ class outlet final : public emit_target<E> {
     } else if (is_marker(v)) {
       push_or_park(0, std::move(v));  // markers only travel on single-replica routes (see tagged.hpp)
     } else if constexpr (any_replica_route<Route>) {
-      if (!in_turn(route_->pick(routed_value(v), n), [&](std::size_t i) { return this->push(*chans_[i], std::move(v)); }))
+      if (!in_turn(route_->pick(routed_value(v), n),
+                   [&](std::size_t i) { return this->push(*chans_[i], std::move(v)); }))
         park(any_channel, std::move(v));
     } else {
       push_or_park(pick(v), std::move(v));
@@ -175,7 +176,8 @@ class outlet final : public emit_target<E> {
       if (!would_take(v, limit)) return false;
       send_routed(std::move(v));
       return true;
-    } else if constexpr (any_replica_route<Route> || load_aware_route<Route, std::remove_cvref_t<decltype(routed_value(v))>>) {
+    } else if constexpr (any_replica_route<Route> ||
+                         load_aware_route<Route, std::remove_cvref_t<decltype(routed_value(v))>>) {
       return in_turn(first_choice(v), [&](std::size_t i) { return room(i) && push_v(i); });
     } else {
       const auto i = pick(v);
@@ -187,7 +189,8 @@ class outlet final : public emit_target<E> {
     ++this->sent_;
     const bool parked = !overflow_.empty();
     for (std::size_t i = 0; i < chans_.size(); ++i) {
-      E copy = i + 1 < chans_.size() ? E{v} : std::move(v);
+      E copy =
+          i + 1 < chans_.size() ? E{v} : std::move(v);  // NOLINT(bugprone-use-after-move): moved on the last pass only
       if (parked) overflow_.emplace_back(i, std::move(copy));
       else push_or_park(i, std::move(copy));
     }
@@ -200,7 +203,8 @@ class outlet final : public emit_target<E> {
     auto room = [&](const channel<E>* c) { return c->ring.pushed_size() < std::min(limit, c->ring.capacity()); };
     if constexpr (broadcasting<Route>) {
       return std::all_of(chans_.begin(), chans_.end(), room);
-    } else if constexpr (any_replica_route<Route> || load_aware_route<Route, std::remove_cvref_t<decltype(routed_value(v))>>) {
+    } else if constexpr (any_replica_route<Route> ||
+                         load_aware_route<Route, std::remove_cvref_t<decltype(routed_value(v))>>) {
       return std::any_of(chans_.begin(), chans_.end(), room);
     } else {
       return room(chans_[const_cast<outlet*>(this)->pick(v)]);
@@ -241,7 +245,9 @@ class outlet final : public emit_target<E> {
         if (!this->push(*chans_[i], std::move(v))) break;
       } else {
         bool ok = false;
-        for (std::size_t k = 0; k < chans_.size() && !ok; ++k) ok = this->push(*chans_[k], std::move(v));
+        for (std::size_t k = 0; k < chans_.size() && !ok; ++k)
+          ok = this->push(*chans_[k],
+                          std::move(v));  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
         if (!ok) break;
       }
     }
@@ -291,7 +297,8 @@ class outlet final : public emit_target<E> {
   std::size_t pick(const E& v) {
     if (is_marker(v)) return 0;
     if constexpr (load_aware_route<Route, std::remove_cvref_t<decltype(routed_value(v))>>) {
-      return route_->pick(routed_value(v), chans_.size(), [this](std::size_t i) { return chans_[i]->ring.pushed_size(); });
+      return route_->pick(routed_value(v), chans_.size(),
+                          [this](std::size_t i) { return chans_[i]->ring.pushed_size(); });
     } else {
       const std::size_t i = route_->pick(routed_value(v), chans_.size());
       TROUPE_ASSERT(i < chans_.size(), "a routing policy picked a replica out of range");
@@ -303,8 +310,8 @@ class outlet final : public emit_target<E> {
   /// Where an element that arrives while others are parked waits: behind
   /// them, for its own channel (by key) or for any channel.
   std::size_t parked_index(const E& v) {
-    if constexpr (broadcasting<Route>) return any_channel;  // expanded by park
-    else if constexpr (any_replica_route<Route>) return any_channel;
+    // broadcast is expanded by park; any_replica waits for any channel
+    if constexpr (broadcasting<Route> || any_replica_route<Route>) return any_channel;
     else return pick(v);
   }
   void park(std::size_t i, E&& v) {
@@ -318,7 +325,7 @@ class outlet final : public emit_target<E> {
   }
   void push_or_park(std::size_t i, E&& v) {
     if (!this->push(*chans_[i], std::move(v))) {
-      overflow_.emplace_back(i, std::move(v));
+      overflow_.emplace_back(i, std::move(v));  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
       this->fast_ = nullptr;
     }
   }
@@ -330,9 +337,7 @@ class outlet final : public emit_target<E> {
       if (take(first + k < n ? first + k : first + k - n)) return true;
     return false;
   }
-  void refresh_fast() noexcept {
-    this->fast_ = chans_.size() == 1 && overflow_.empty() ? chans_[0] : nullptr;
-  }
+  void refresh_fast() noexcept { this->fast_ = chans_.size() == 1 && overflow_.empty() ? chans_[0] : nullptr; }
 
   std::vector<channel<E>*> chans_;
   std::optional<Route> route_;  // set by attach

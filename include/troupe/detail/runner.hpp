@@ -115,7 +115,7 @@ class tagger final : public emit_target<Out> {
  private:
   reply_to copy_reply() const { return reply_ != nullptr ? reply_to{*reply_} : reply_to{}; }
   void send_held(bool last, reply_to r) {
-    out_->send(tagged<Out>{std::move(*held_), std::move(r), seq_, last});
+    out_->send(tagged<Out>{std::move(held_), std::move(r), seq_, last});
     held_.reset();
   }
 
@@ -138,12 +138,13 @@ struct no_tagger {
 /// has_input() and stop_hook() (on_stop; false if it failed).
 template <class Derived, class InE, class Outlet>
 class runner_core : public runner_base, public input_side<InE> {
- public:
+  friend Derived;
   runner_core(graph_state& g, std::string name, const runner_settings& s)
       : runner_base{g, std::move(name), s}, batch_{s.batch} {
     this->owner_ = this;
   }
 
+ public:
   template <class D>
   void attach(const D& d, std::size_t capacity) {
     out_.attach(d, capacity, this);
@@ -212,7 +213,7 @@ class runner_core : public runner_base, public input_side<InE> {
   }
 
   // The input has ended: on_stop, flush what it sent, close the outputs.
-  step_result stop(std::uint64_t in) noexcept {
+  step_result input_ended(std::uint64_t in) noexcept {
     phase_ = phase::stopping;
     if (!self().stop_hook()) return end(false);
     if (out_.blocked() && !out_.flush()) return blocked(in);
@@ -242,7 +243,8 @@ class runner_core : public runner_base, public input_side<InE> {
     if constexpr (!std::is_void_v<InE>) {
       for (auto& c : this->inputs_) {
         if (c->drained.load(std::memory_order_relaxed)) continue;
-        if (c->closed.load(std::memory_order_acquire) && c->ring.empty()) c->drained.store(true, std::memory_order_relaxed);
+        if (c->closed.load(std::memory_order_acquire) && c->ring.empty())
+          c->drained.store(true, std::memory_order_relaxed);
         else ++open;
       }
     }
@@ -264,7 +266,8 @@ class runner_core : public runner_base, public input_side<InE> {
 };
 
 template <class N, bool Tagged, class Next>
-class runner final : public runner_core<runner<N, Tagged, Next>, wire<typename N::in_type, Tagged>, outlet_for_t<Next>> {
+class runner final
+    : public runner_core<runner<N, Tagged, Next>, wire<typename N::in_type, Tagged>, outlet_for_t<Next>> {
   using In = typename N::in_type;
   using Out = typename N::out_type;
   using InE = wire<In, Tagged>;
@@ -280,7 +283,9 @@ class runner final : public runner_core<runner<N, Tagged, Next>, wire<typename N
 
  public:
   runner(graph_state& g, const N& prototype, const runner_settings& s, actor_system& sys)
-      : core{g, node_name<N>(), s}, node_{prototype}, tag_{make_tagger()},
+      : core{g, node_name<N>(), s},
+        node_{prototype},
+        tag_{make_tagger()},
         sample_every_{s.latency_sample == 0 ? 1 : s.latency_sample} {
     node_access::set_context(node_, stream::node_context{&sys, s.replica, s.replicas});
     if constexpr (!is_sink) {
@@ -370,7 +375,7 @@ class runner final : public runner_core<runner<N, Tagged, Next>, wire<typename N
       for (std::size_t i = 0; i < this->batch_; ++i) {
         bool going = true;
         if (!element([&] { going = node_.produce(); }, nullptr)) return this->end(false);
-        if (!going) return this->stop(0);
+        if (!going) return this->input_ended(0);
         if (this->out_.blocked()) return this->blocked(0);
         if (auto& at = node_access::resume_at(static_cast<stream::emitter<Out>&>(node_)); at != 0)
           return pause(std::exchange(at, 0));
@@ -464,7 +469,7 @@ class runner final : public runner_core<runner<N, Tagged, Next>, wire<typename N
           if (++this->cursor_ == n) this->cursor_ = 0;
         }
         if (any) continue;
-        if (this->inputs_ended()) return this->stop(in);
+        if (this->inputs_ended()) return this->input_ended(in);
         // Wait a little for more before ending the batch: when producer and
         // consumer run neck and neck, this keeps the per-batch fences off the
         // per-element path. Producers sleeping for room are woken first (the
@@ -519,7 +524,8 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
     for (auto& c : this->inputs_) {
       const bool empty = c->ring.empty();
       if (!empty && c->stuck.load(std::memory_order_relaxed) == 0) return true;
-      if (empty && c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)) return true;
+      if (empty && c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed))
+        return true;
     }
     return this->cancelled();
   }
@@ -549,7 +555,7 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
         if (in >= this->batch_) return this->more(in);
       }
       if (any) continue;
-      if (this->inputs_ended()) return this->stop(in);
+      if (this->inputs_ended()) return this->input_ended(in);
       if (all_closed() && skip_gap()) continue;
       break;
     }

@@ -19,7 +19,9 @@ struct system_access {
   static void add_timer(actor_system& s, std::chrono::steady_clock::time_point when, std::unique_ptr<timer_task> t);
   static void count_dead_letter(actor_system& s) noexcept { s.count_dead_letter(); }
   static void count_unexpected(actor_system& s) noexcept { s.count_unexpected(); }
-  static void report_task_failure(actor_system& s, std::exception_ptr e) noexcept { s.report_task_failure(std::move(e)); }
+  static void report_task_failure(actor_system& s, std::exception_ptr e) noexcept {
+    s.report_task_failure(std::move(e));
+  }
   static void remove_live(actor_system& s, actor_cell* c) noexcept { s.remove_live(c); }
   static void note_activity(actor_system& s) noexcept { s.note_activity(); }
   static std::uint64_t next_actor_id(actor_system& s) noexcept { return s.next_actor_id(); }

@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "troupe/detail/actor_cell.hpp"
 #include "troupe/actor/error.hpp"
 #include "troupe/actor/local_actor.hpp"
+#include "troupe/detail/actor_cell.hpp"
 
 namespace troupe::detail {
 
@@ -52,7 +52,7 @@ inline constexpr std::uint64_t at_end = no_seq - 1;
 
 template <class T>
 struct tagged {
-  std::optional<T> value;   ///< empty: a marker (an ordered item that produced no output)
+  std::optional<T> value;  ///< empty: a marker (an ordered item that produced no output)
   reply_to reply;
   std::uint64_t seq = no_seq;  ///< position in an ordered farm's input (or no_seq, at_end)
   bool last = true;            ///< the last output of its input (ordered farms)

@@ -29,7 +29,8 @@ inline constexpr bool branch_ok = stage<B> && branch_types_ok<B, In, Out> && bra
 template <std::size_t Index, class B, class In, class Out>
 struct branch_check {
   static_assert(stage<B>, "troupe::branches: this branch is neither a stream node nor a pattern");
-  static_assert(branch_types_ok<B, In, Out>, "troupe::branches: every branch must take and emit the same types as the first");
+  static_assert(branch_types_ok<B, In, Out>,
+                "troupe::branches: every branch must take and emit the same types as the first");
   static_assert(branch_takes<B>, "troupe::branches: a branch cannot start with a source");
 };
 template <class Indices, class In, class Out, class... Ps>

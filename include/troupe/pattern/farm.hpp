@@ -61,13 +61,13 @@ template <class P, class Policy, bool Ordered>
 struct farm_rules {
   using in = in_type_of<P>;
   static constexpr bool is_stage = stage<P>;
-  static constexpr bool routes = !is_stage || std::is_void_v<in> || broadcasting<Policy> ||
-                                 load_aware_route<Policy, in> || picks_for<Policy, in>;
-  static constexpr bool ordered_io =
-      !Ordered || !is_stage || (!std::is_void_v<in> && !std::is_void_v<out_type_of<P>>);
+  static constexpr bool routes =
+      !is_stage || std::is_void_v<in> || broadcasting<Policy> || load_aware_route<Policy, in> || picks_for<Policy, in>;
+  static constexpr bool ordered_io = !Ordered || !is_stage || (!std::is_void_v<in> && !std::is_void_v<out_type_of<P>>);
   static constexpr bool ordered_flat = !Ordered || !is_stage || !splits<P>::value;
   static constexpr bool ordered_routes = !Ordered || !broadcasting<Policy>;
-  static constexpr bool ok = is_stage && routes && ordered_io && ordered_flat && ordered_routes && well_formed<P>::value;
+  static constexpr bool ok =
+      is_stage && routes && ordered_io && ordered_flat && ordered_routes && well_formed<P>::value;
 };
 
 /// The diagnostics of farm<P, Policy, Ordered> (see stage.hpp).
@@ -81,11 +81,13 @@ struct farm_check {
                 "troupe::farm: the policy cannot route the farm's input type: a policy needs "
                 "pick(const In&, std::size_t) (or is broadcast / least_loaded), a key function must "
                 "take const In&");
-  static_assert(rules::ordered_io, "troupe::farm: an ordered farm's replicas must take and emit values (no sources, no sinks)");
+  static_assert(rules::ordered_io,
+                "troupe::farm: an ordered farm's replicas must take and emit values (no sources, no sinks)");
   static_assert(rules::ordered_flat,
                 "troupe::farm: an ordered farm's replicas may not hold farms or branches (their outputs could "
                 "not be put back in order); make the inner farm the ordered one, or put it after the ordered farm");
-  static_assert(rules::ordered_routes, "troupe::farm: an ordered farm cannot broadcast (each input has one place in the order)");
+  static_assert(rules::ordered_routes,
+                "troupe::farm: an ordered farm cannot broadcast (each input has one place in the order)");
 };
 
 }  // namespace detail

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "troupe/actor/actor_system.hpp"
 #include "troupe/pattern/map.hpp"
 #include "troupe/pattern/task_group.hpp"
-#include "troupe/actor/actor_system.hpp"
 #include "troupe/runtime/placement.hpp"
 
 namespace troupe {
@@ -42,7 +42,7 @@ struct map_accelerator_config {
 /// (std::function<U(const T&)>, std::vector<T>); its responses std::vector<U>.
 /// Throws config_error for a bad affinity string or worker count.
 template <class T, class U>
-actor spawn_map_accelerator(actor_system& sys, map_accelerator_config cfg = {}) {
+actor spawn_map_accelerator(actor_system& sys, const map_accelerator_config& cfg = {}) {
   std::shared_ptr<actor_system> team;
   if (cfg.placement.own_thread_each()) {
     config team_cfg;

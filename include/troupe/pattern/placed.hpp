@@ -24,7 +24,7 @@ class placed {
   using pattern_tag = void;
   static constexpr bool well_formed = stage<P> && detail::well_formed<P>::value;
 
-  placed(P pattern, troupe::placement where)
+  placed(P pattern, const troupe::placement& where)
       : p_{std::move(pattern)}, own_{where.own_thread_each()}, cores_{affinity::parse_for_machine(where.cores())} {}
 
   template <bool Tagged, class Next>

@@ -61,7 +61,8 @@ class seq_actor : public stream::node<In, Out> {
   void on_start() { self_ = std::make_shared<scoped_actor>(this->system()); }
   void on_stop() { self_.reset(); }
   void consume(In& x) {
-    (*self_)->request(worker_, timeout_, std::move(x))
+    (*self_)
+        ->request(worker_, timeout_, std::move(x))
         .receive([this](Out& out) { this->send_next(std::move(out)); },
                  [](troupe::error& e) { throw stage_error{std::move(e)}; });
   }

@@ -65,31 +65,30 @@ inline error ended(const graph_state& g) {
 /// The entry actor: pushes each item into the first stage; in a graph that
 /// answers, tags it with where its results go.
 template <class In, bool Answers, class First>
-actor spawn_entry(actor_system& sys, std::shared_ptr<graph_state> st, const First& first) {
+actor spawn_entry(actor_system& sys, const std::shared_ptr<graph_state>& st, const First& first) {
   auto es = std::make_shared<entry_state<First>>(st, first, st->opts.capacity);
   return sys.spawn([es](event_actor& self) {
-    return behavior{
-        [es, &self](In& v) {
-          if constexpr (Answers) {
-            reply_to to;
-            if (self.current_is_request()) to = reply_to{self.make_response_promise()};
-            else if (es->graph->opts.results_to) to = reply_to{es->graph->opts.results_to};
-            else if (self.sender()) to = reply_to{self.sender()};
-            tagged<In> t{std::move(v), std::move(to), no_seq, true};
-            if (es->push(std::move(t))) return;
-            const error why = ended(*es->graph);
-            t.reply.fail(why);
-            self.quit(why);
-          } else {
-            if (es->push(std::move(v))) return;
-            count_dead_letter(self.system());
-            self.quit(ended(*es->graph));
-          }
-        },
-        [es, &self](stream::end_of_stream) {
-          es->close();
-          self.quit();
-        }};
+    return behavior{[es, &self](In& v) {
+                      if constexpr (Answers) {
+                        reply_to to;
+                        if (self.current_is_request()) to = reply_to{self.make_response_promise()};
+                        else if (es->graph->opts.results_to) to = reply_to{es->graph->opts.results_to};
+                        else if (self.sender()) to = reply_to{self.sender()};
+                        tagged<In> t{std::move(v), std::move(to), no_seq, true};
+                        if (es->push(std::move(t))) return;
+                        const error why = ended(*es->graph);
+                        t.reply.fail(why);  // NOLINT(bugprone-use-after-move): a refused push leaves t as it was
+                        self.quit(why);
+                      } else {
+                        if (es->push(std::move(v))) return;
+                        count_dead_letter(self.system());
+                        self.quit(ended(*es->graph));
+                      }
+                    },
+                    [es, &self](stream::end_of_stream) {
+                      es->close();
+                      self.quit();
+                    }};
   });
 }
 
@@ -97,7 +96,7 @@ actor spawn_entry(actor_system& sys, std::shared_ptr<graph_state> st, const Firs
 
 /// Spawns `pattern` as a stream graph on `sys` (see the top of this header).
 template <class P>
-stream::graph spawn_pattern(actor_system& sys, P pattern, stream::options opts = {}) {
+stream::graph spawn_pattern(actor_system& sys, const P& pattern, stream::options opts = {}) {
   static_assert(sizeof(detail::spawn_check<P>) > 0);  // the diagnostics
   constexpr bool ok = stage<P> && detail::has_exit<P> && detail::well_formed<P>::value;
   if constexpr (!ok) {

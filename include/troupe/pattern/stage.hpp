@@ -10,8 +10,8 @@
 
 #include <concepts>
 #include <cstddef>
-#include <type_traits>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "troupe/detail/build.hpp"

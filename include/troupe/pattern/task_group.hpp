@@ -21,10 +21,10 @@
 #include <utility>
 
 #include "troupe/actor/actor_system.hpp"
-#include "troupe/detail/system_access.hpp"
-#include "troupe/detail/resumable.hpp"
-#include "troupe/util/cache.hpp"
 #include "troupe/detail/pool.hpp"
+#include "troupe/detail/resumable.hpp"
+#include "troupe/detail/system_access.hpp"
+#include "troupe/util/cache.hpp"
 
 namespace troupe {
 
@@ -33,12 +33,14 @@ class task_group {
   explicit task_group(actor_system& sys) : sys_{&sys}, state_{new state} {}
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;
-  /// Waits for the tasks still running (an exception is then dropped: call
-  /// wait() to see it).
+  /// Waits for the tasks still running. An exception nobody asked for with
+  /// wait() is not lost: it is counted (actor_system::failed_tasks) and
+  /// written to stderr, as a posted task's is.
   ~task_group() {
     try {
       wait();
     } catch (...) {
+      detail::system_access::report_task_failure(*sys_, std::current_exception());
     }
     state_->release();
   }

@@ -35,7 +35,7 @@ std::string_view to_string(polling p) noexcept;
 
 class config_error : public std::invalid_argument {
  public:
-  config_error(std::string key, std::string value, std::string problem);
+  config_error(std::string key, std::string value, const std::string& problem);
   const std::string& key() const noexcept { return key_; }
   const std::string& value() const noexcept { return value_; }
 
@@ -51,13 +51,13 @@ class config_error : public std::invalid_argument {
 /// Values are checked when the actor_system is made (validate()); set(),
 /// load_env() and load_file() check each value as they read it.
 struct config {
-  std::size_t workers = 0;                                 ///< 0: one per available core (at most 4096)
-  troupe::polling polling = troupe::polling::moderate;     ///< how idle workers wait
-  std::size_t throughput = detail::tuning::throughput;    ///< messages per activation, >= 1
+  std::size_t workers = 0;                                              ///< 0: one per available core (at most 4096)
+  troupe::polling polling = troupe::polling::moderate;                  ///< how idle workers wait
+  std::size_t throughput = detail::tuning::throughput;                  ///< messages per activation, >= 1
   std::size_t mailbox_soft_limit = detail::tuning::mailbox_soft_limit;  ///< >= 1
-  std::string worker_affinity{};                             ///< affinity string of the workers ("" = none)
-  std::string detached_affinity{};                           ///< ... of actors on threads of their own
-  std::string blocking_affinity{};                           ///< ... of blocking actors
+  std::string worker_affinity{};                                        ///< affinity string of the workers ("" = none)
+  std::string detached_affinity{};                                      ///< ... of actors on threads of their own
+  std::string blocking_affinity{};                                      ///< ... of blocking actors
 
   /// Sets a knob by name: workers, polling, throughput, mailbox-soft-limit, worker-affinity,
   /// detached-affinity, blocking-affinity. Throws config_error.

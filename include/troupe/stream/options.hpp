@@ -35,15 +35,17 @@ enum class failure {
 };
 
 struct options {
-  std::size_t capacity = troupe::detail::tuning::channel_capacity;  ///< slots per channel (rounded up to a power of two)
+  std::size_t capacity =
+      troupe::detail::tuning::channel_capacity;       ///< slots per channel (rounded up to a power of two)
   std::size_t batch = troupe::detail::tuning::batch;  ///< elements a node handles per activation
-  troupe::placement placement{};    ///< where the nodes run (default: the pool)
+  troupe::placement placement{};                      ///< where the nodes run (default: the pool)
   failure on_error = failure::cancel;
-  actor results_to{};               ///< graphs that answer actors: results of plain sends go here instead of to their sender
-  actor notify{};                   ///< receives stream::completed at the end
-  actor errors_to{};                ///< failure::skip: receives a stream::element_failed per dropped element
-  std::string metrics_json{};       ///< file the final metrics are written to ("" = none)
-  std::size_t latency_sample = troupe::detail::tuning::latency_sample;  ///< sinks measure one stamped element in this many
+  actor results_to{};          ///< graphs that answer actors: results of plain sends go here instead of to their sender
+  actor notify{};              ///< receives stream::completed at the end
+  actor errors_to{};           ///< failure::skip: receives a stream::element_failed per dropped element
+  std::string metrics_json{};  ///< file the final metrics are written to ("" = none)
+  std::size_t latency_sample =
+      troupe::detail::tuning::latency_sample;  ///< sinks measure one stamped element in this many
 };
 
 /// Sent to a graph's entry: its input has ended.

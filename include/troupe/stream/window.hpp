@@ -28,10 +28,10 @@
 
 #include <atomic>
 #include <cstddef>
-#include <memory>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <type_traits>
@@ -119,8 +119,10 @@ using key_of = std::decay_t<std::invoke_result_t<const KeyFn&, const T&>>;
 /// Count windows, whole-window function f(const Key&, std::span<const T>) -> R.
 template <class T, class KeyFn, class F>
 class count_window_node
-    : public node<T, window_result<detail::key_of<KeyFn, T>,
-                                   std::decay_t<std::invoke_result_t<const F&, const detail::key_of<KeyFn, T>&, std::span<const T>>>>> {
+    : public node<
+          T, window_result<
+                 detail::key_of<KeyFn, T>,
+                 std::decay_t<std::invoke_result_t<const F&, const detail::key_of<KeyFn, T>&, std::span<const T>>>>> {
   using Key = detail::key_of<KeyFn, T>;
   using R = std::decay_t<std::invoke_result_t<const F&, const Key&, std::span<const T>>>;
 
@@ -148,8 +150,8 @@ class count_window_node
 
  private:
   struct state {
-    std::uint64_t next = 0;    // position of the key's next element
-    std::uint64_t window = 0;  // the oldest window not fired yet
+    std::uint64_t next = 0;        // position of the key's next element
+    std::uint64_t window = 0;      // the oldest window not fired yet
     detail::window_buffer<T> buf;  // elements from position window*slide on
   };
   // Fires the oldest window with what the key holds, then moves on.
@@ -197,8 +199,7 @@ class count_window_incremental_node : public node<T, window_result<detail::key_o
 
   void on_stop() {
     for (auto& [k, s] : keys_)
-      for (auto& [w, acc] : s.open)
-        this->send_next(window_result<Key, R>{k, w * slide_, s.next, std::move(acc)});
+      for (auto& [w, acc] : s.open) this->send_next(window_result<Key, R>{k, w * slide_, s.next, std::move(acc)});
     keys_.clear();
   }
 
@@ -278,7 +279,8 @@ struct time_window_incremental_state {
 };
 template <class T, class KeyFn, class F>
 using time_window_result =
-    window_result<key_of<KeyFn, T>, std::decay_t<std::invoke_result_t<const F&, const key_of<KeyFn, T>&, std::span<const T>>>>;
+    window_result<key_of<KeyFn, T>,
+                  std::decay_t<std::invoke_result_t<const F&, const key_of<KeyFn, T>&, std::span<const T>>>>;
 }  // namespace detail
 
 /// Time windows, whole-window function f(const Key&, std::span<const T>) -> R.
@@ -329,7 +331,8 @@ class time_window_node
     s.buf.drop(old);
     // Skip windows that would be empty.
     if (!s.buf.empty())
-      s.window = std::max(s.window, detail::first_window_containing(this->time_of(s.buf[0]), this->size_, this->slide_));
+      s.window =
+          std::max(s.window, detail::first_window_containing(this->time_of(s.buf[0]), this->size_, this->slide_));
   }
 
   F f_;
@@ -339,9 +342,11 @@ class time_window_node
 template <class T, class KeyFn, class TimeFn, class R, class Add>
 class time_window_incremental_node
     : public detail::time_window_base<time_window_incremental_node<T, KeyFn, TimeFn, R, Add>, T, KeyFn, TimeFn,
-                                      detail::time_window_incremental_state<R>, window_result<detail::key_of<KeyFn, T>, R>> {
-  using base = detail::time_window_base<time_window_incremental_node, T, KeyFn, TimeFn,
-                                        detail::time_window_incremental_state<R>, window_result<detail::key_of<KeyFn, T>, R>>;
+                                      detail::time_window_incremental_state<R>,
+                                      window_result<detail::key_of<KeyFn, T>, R>> {
+  using base =
+      detail::time_window_base<time_window_incremental_node, T, KeyFn, TimeFn, detail::time_window_incremental_state<R>,
+                               window_result<detail::key_of<KeyFn, T>, R>>;
   friend base;
   using Key = typename base::Key;
   using state = detail::time_window_incremental_state<R>;
@@ -390,8 +395,8 @@ auto time_window(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide
 }
 template <class T, class KeyFn, class TimeFn, class R, class Add>
 auto time_window_incremental(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide, R init, Add add) {
-  return time_window_incremental_node<T, KeyFn, TimeFn, R, Add>{std::move(key), std::move(time), size, slide,
-                                                               std::move(init), std::move(add)};
+  return time_window_incremental_node<T, KeyFn, TimeFn, R, Add>{std::move(key), std::move(time), size,
+                                                                slide,          std::move(init), std::move(add)};
 }
 
 }  // namespace troupe::stream

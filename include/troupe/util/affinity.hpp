@@ -84,8 +84,7 @@ class affinity {
   std::string text_;
   std::vector<std::vector<int>> groups_;
 
-  static affinity parse_impl(std::string_view text,
-                             const std::vector<int>* available);
+  static affinity parse_impl(std::string_view text, const std::vector<int>* available);
 };
 
 // Cores this process may run on (sched_getaffinity), sorted ascending.  Falls

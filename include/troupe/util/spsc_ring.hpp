@@ -154,7 +154,7 @@ class spsc_ring {
   const std::size_t mask_;
   std::unique_ptr<slot[]> slots_;
   alignas(cache_line) std::atomic<std::size_t> head_{0};  // consumer writes
-  std::size_t cached_tail_ = 0;                          // consumer's view of tail_
+  std::size_t cached_tail_ = 0;                           // consumer's view of tail_
   alignas(cache_line) std::atomic<std::size_t> tail_{0};  // producer writes, consumer polls
   // The producer's own fields, off tail_'s line: next_ changes with every
   // push, and a consumer polling tail_ must not pull that line each time.
