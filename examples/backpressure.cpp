@@ -1,7 +1,9 @@
 // backpressure: a fast producer and a consumer. send_if enqueues only while the
 // consumer's mailbox holds fewer than `limit` messages; when it is full the
 // producer comes back later instead of filling memory.
+// [guide_1]
 #include <troupe/troupe.hpp>
+// [/guide_1]
 
 #include <algorithm>
 #include <atomic>
@@ -26,6 +28,7 @@ int main() {
   });
   sys.spawn([consumer, me](troupe::actor_ctx& p) {
     p.send(p.self(), retry_atom{});
+    // [send_if]
     return troupe::behavior{[&p, consumer, me, next = 1, waits = 0](retry_atom) mutable {
       while (next <= items && p.send_if(consumer, limit, next)) ++next;
       if (next <= items) {
@@ -36,6 +39,7 @@ int main() {
         p.quit();
       }
     }};
+    // [/send_if]
   });
   long sum = 0;
   int waits = 0;

@@ -20,16 +20,22 @@ int main() {
     troupe::actor_system sys{troupe::config{.workers = 1}};
     troupe::scoped_actor self{sys};
     auto me = self.handle();
+    // [blocking]
     auto logger = sys.spawn_blocking([me](troupe::blocking_actor& b) {
       std::vector<std::string> lines;
       for (bool running = true; running;)
         b.receive([&](std::string& line) { lines.push_back(std::move(line)); }, [&](stop_atom) { running = false; });
       b.send(me, lines.size());  // then return: the actor ends normally
     });
-    auto detached = sys.spawn_detached([](troupe::actor_ctx&) {
+    // [/blocking]
+    // [guide_14]
+    // An event actor on a thread of its own (placement::own_thread("<1>") would pin it).
+    auto detached = sys.spawn(troupe::placement::own_thread(), [](troupe::actor_ctx&) {
       return troupe::behavior{[](troupe::get_atom) { return std::this_thread::get_id(); }};
     });
+    // [/guide_14]
     // Never told to stop: shutdown kills it, and receive() throws troupe::actor_exited.
+    // [guide_13]
     sys.spawn_blocking([&stopped_by_shutdown](troupe::blocking_actor& b) {
       try {
         for (;;) b.receive([](int) {});
@@ -38,6 +44,7 @@ int main() {
         throw;  // let it end the actor
       }
     });
+    // [/guide_13]
     timed_out = !self->receive_for(10ms, [](int) {});  // nothing sent yet
     for (auto s : {"one", "two", "three"}) self->send(logger, std::string{s});
     self->send(logger, stop_atom{});

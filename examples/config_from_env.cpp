@@ -10,6 +10,7 @@
 
 int main(int argc, char** argv) {
   setenv("TROUPE_WORKERS", "2", /*overwrite=*/0);  // a default, unless the shell set one
+  // [config]
   troupe::config cfg;
   try {
     cfg.load_env();                   // TROUPE_WORKERS, TROUPE_POLLING, TROUPE_THROUGHPUT, TROUPE_*_AFFINITY
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     std::cerr << "bad configuration: " << e.what() << '\n';
     return 2;
   }
+  // [/config]
   // What a mistake looks like: the error names the key, the value and the problem.
   std::string rejected;
   try {

@@ -1,4 +1,5 @@
 // hello_actor: spawn an actor from a lambda, ask it a question, check the answer.
+// [hello]
 #include <iostream>
 #include <string>
 #include <troupe/troupe.hpp>
@@ -14,3 +15,4 @@ int main() {
   std::cout << answer << '\n';
   return answer == "hello, world" ? 0 : 1;
 }
+// [/hello]

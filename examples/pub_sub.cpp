@@ -17,6 +17,7 @@ int main() {
   troupe::scoped_actor self{sys};
   auto me = self.handle();
   for (int i = 0; i < subscribers; ++i) {
+    // [group]
     auto sub = sys.spawn([prices, me](troupe::actor_ctx& s) {
       s.join(prices);
       s.send(me, troupe::ok_atom{});  // subscribed
@@ -28,10 +29,13 @@ int main() {
         }
       }};
     });
+    // [/group]
     self->monitor(sub);
   }
   for (int i = 0; i < subscribers; ++i) self->receive([](troupe::ok_atom) {});
+  // [guide_10]
   for (int i = 1; i <= ticks; ++i) self->send(prices, tick{"ACME", 10.0 * i});  // one copy per subscriber
+  // [/guide_10]
   int right = 0, ended = 0;
   // One receive for both: a down_msg that the current receive does not take is
   // handled at once (dropped, as no down handler is set), not kept for later.

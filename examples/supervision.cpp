@@ -33,16 +33,20 @@ int main() {
   troupe::actor w, fresh;
   int restarts = -1, doubled = 0;
   self->receive([&](int, const troupe::actor& a) { w = a; });
+  // [guide_9]
   auto partner = sys.spawn([w](troupe::actor_ctx& p) {  // linked, no exit handler
     p.link_to(w);
     return troupe::behavior{[](int x) { return x; }};
   });
+  // [/guide_9]
   self->monitor(w);
   self->monitor(partner);
   self->send(w, crash_atom{});  // the handler throws: the worker ends with unhandled_exception
   troupe::error worker_reason, partner_reason;
+  // [guide_8]
   for (int i = 0; i < 2; ++i)
     self->receive([&](troupe::down_msg& m) { (m.source == w ? worker_reason : partner_reason) = m.reason; });
+  // [/guide_8]
   self->receive([&](int n, const troupe::actor& a) {
     restarts = n;
     fresh = a;

@@ -6,6 +6,7 @@
 #include <string>
 
 using namespace std::chrono_literals;
+// [typed]
 struct add_atom {};
 struct sub_atom {};
 using calculator = troupe::typed_actor<int(add_atom, int, int), int(sub_atom, int, int)>;
@@ -13,13 +14,16 @@ using calculator = troupe::typed_actor<int(add_atom, int, int), int(sub_atom, in
 calculator::behavior_type calculator_impl(troupe::actor_ctx&) {
   return {[](add_atom, int a, int b) { return a + b; }, [](sub_atom, int a, int b) { return a - b; }};
 }
+// [/typed]
 
 // What compiles: `sendable<...>` is false where self.send(calc, ...) would not compile.
+// [guide_15]
 template <class... Ts>
 concept sendable = requires(troupe::blocking_actor& self, calculator calc, Ts... xs) { self.send(calc, xs...); };
 static_assert(sendable<add_atom, int, int>);
 static_assert(!sendable<std::string>);    // not in the interface
 static_assert(!sendable<add_atom, int>);  // wrong arity
+// [/guide_15]
 
 int main() {
   troupe::actor_system sys{troupe::config{.workers = 2}};
