@@ -707,6 +707,38 @@ TEST(stream_actors, dropping_every_handle_ends_the_input) {
   EXPECT_EQ(got.load(), 100);
 }
 
+TEST(stream_actors, shutdown_drains_a_graph_whose_entry_an_ended_actor_still_holds) {
+  st::graph g;
+  {
+    troupe::actor_system sys{troupe::config{.workers = 2}};
+    g = troupe::spawn_pattern(sys, troupe::farm{troupe::seq{[](std::int64_t x) { return x * x; }}, 3});
+    troupe::scoped_actor self{sys};
+    auto me = self.handle();
+    // The client keeps a copy of the handle in its function object (and a
+    // request timer keeps the client): the entry is only ended by shutdown.
+    sys.spawn([g, me](troupe::event_actor& s) {
+      s.request(g, 30s, std::int64_t{3}).then([&s, me](std::int64_t v) { s.send(me, v); });
+      return troupe::behavior{};
+    });
+    self->receive([](std::int64_t v) { EXPECT_EQ(v, 9); });
+  }
+  EXPECT_TRUE(g.done());
+  EXPECT_FALSE(g.cancelled());  // ended by its input closing when the entry ended
+}
+
+TEST(stream_actors, shutdown_cancels_an_endless_graph_after_the_drain_time) {
+  st::graph g;
+  std::atomic<std::int64_t> seen{0};
+  {
+    troupe::actor_system sys{troupe::config{.workers = 2}};
+    g = troupe::spawn_pattern(sys, troupe::pipeline{st::source([]() -> std::optional<int> { return 1; }),
+                                                    st::sink([&](int) { seen.fetch_add(1); })});
+    while (seen.load() == 0) std::this_thread::sleep_for(1ms);
+  }  // would hang if the system waited for the endless source
+  EXPECT_TRUE(g.done());
+  EXPECT_TRUE(g.cancelled());
+}
+
 TEST(stream_actors, system_shutdown_with_an_unfinished_graph_does_not_hang) {
   std::atomic<int> got{0};
   {

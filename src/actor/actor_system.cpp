@@ -2,6 +2,7 @@
 #include "troupe/actor/scoped_actor.hpp"
 #include "troupe/detail/system_access.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <mutex>
@@ -52,6 +53,28 @@ struct actor_system::impl {
   alignas(cache_line) std::atomic<std::size_t> live{0};
   alignas(cache_line) std::atomic<std::uint64_t> own_thread_activity{0};
   std::array<live_shard, live_shards> shards;
+
+  std::mutex clients_mtx;
+  std::vector<detail::shutdown_client*> clients;  // running stream graphs
+  bool clients_closed = false;
+
+  std::size_t client_count() {
+    std::lock_guard<std::mutex> guard{clients_mtx};
+    return clients.size();
+  }
+  // Graphs get shutdown_drain_ms to finish; then the rest are cancelled, and
+  // we wait for them (a cancelled graph ends at its runners' next step).
+  void finish_clients() {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds{detail::tuning::shutdown_drain_ms};
+    while (client_count() != 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::microseconds{500});
+    {
+      std::lock_guard<std::mutex> guard{clients_mtx};
+      clients_closed = true;
+      for (auto* c : clients) c->cancel_for_shutdown();
+    }
+    while (client_count() != 0) std::this_thread::sleep_for(std::chrono::microseconds{500});
+  }
 
   std::mutex threads_mtx;
   std::vector<std::thread> threads;
@@ -113,6 +136,18 @@ void actor_system::add_timer(std::chrono::steady_clock::time_point when, std::un
 void detail::system_access::add_timer(actor_system& s, std::chrono::steady_clock::time_point when,
                                       std::unique_ptr<timer_task> t) {
   s.add_timer(when, std::move(t));
+}
+bool detail::system_access::register_client(actor_system& s, shutdown_client* c) {
+  auto& m = *s.impl_;
+  std::lock_guard<std::mutex> guard{m.clients_mtx};
+  if (m.clients_closed) return false;
+  m.clients.push_back(c);
+  return true;
+}
+void detail::system_access::unregister_client(actor_system& s, shutdown_client* c) noexcept {
+  auto& m = *s.impl_;
+  std::lock_guard<std::mutex> guard{m.clients_mtx};
+  std::erase(m.clients, c);
 }
 void actor_system::count_dead_letter() noexcept { impl_->dead_letters.fetch_add(1, std::memory_order_relaxed); }
 void actor_system::count_unexpected() noexcept { impl_->unexpected.fetch_add(1, std::memory_order_relaxed); }
@@ -224,9 +259,19 @@ void actor_system::shutdown() {
     impl_->shut_down = true;
   }
   auto& m = *impl_;
-  // 1. Let every queued message (and queued task) be handled.
+  // 1. Let every queued message (and queued task) be handled. Stream graphs
+  //    that keep the workers busy (an endless source) are cancelled once
+  //    they have had tuning::shutdown_drain_ms.
   auto pause = std::chrono::microseconds{50};
+  const auto drain_until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds{detail::tuning::shutdown_drain_ms};
+  bool graphs_cancelled = false;
   while (!m.quiescent()) {
+    if (!graphs_cancelled && std::chrono::steady_clock::now() >= drain_until && m.client_count() != 0) {
+      std::lock_guard<std::mutex> guard{m.clients_mtx};
+      for (auto* c : m.clients) c->cancel_for_shutdown();
+      graphs_cancelled = true;
+    }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds{2000});
   }
@@ -238,7 +283,9 @@ void actor_system::shutdown() {
     for (int i = 0; i < 200 && m.live.load(std::memory_order_acquire) != 0; ++i)
       std::this_thread::sleep_for(std::chrono::microseconds{500});
   }
-  // 3. Stop the machinery.
+  // 3. Graphs whose entries have just ended finish (or are cancelled).
+  m.finish_clients();
+  // 4. Stop the machinery.
   m.timers.stop();
   m.sched.stop();
   std::vector<std::thread> threads;

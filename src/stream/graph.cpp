@@ -281,6 +281,9 @@ void graph_state::launch(std::shared_ptr<graph_state> me) {
     return;
   }
   self = std::move(me);
+  // A system that is shutting down takes no new graph: it ends at once.
+  registered = system_access::register_client(*sys, this);
+  if (!registered) cancelled.store(true, std::memory_order_release);
   std::vector<runner_base*> dedicated;
   for (auto& r : runners) {
     if (r->dedicated()) dedicated.push_back(r.get());
@@ -294,6 +297,8 @@ void graph_state::launch(std::shared_ptr<graph_state> me) {
   } catch (...) {
     // Could not start a thread: the runners already started end at once.
     cancelled.store(true, std::memory_order_release);
+    if (registered) system_access::unregister_client(*sys, this);
+    registered = false;
     throw;
   }
   for (auto& r : runners)
@@ -347,6 +352,7 @@ void graph_state::runner_finished() noexcept {
   done.store(1, std::memory_order_release);
   done.notify_all();
   if (opts.notify) actor_cell::deliver(opts.notify, make_message(actor{}, 0, std::move(report)));
+  if (registered) system_access::unregister_client(*sys, this);
   // `keep` may be the last reference: the graph (and the calling runner) go now.
 }
 

@@ -15,6 +15,7 @@
 
 #include "troupe/actor/error.hpp"
 #include "troupe/detail/channel.hpp"
+#include "troupe/detail/system_access.hpp"
 #include "troupe/stream/metrics.hpp"
 #include "troupe/stream/options.hpp"
 
@@ -27,7 +28,7 @@ namespace troupe::detail {
 /// Counts a message nobody could take (the system's dead-letter counter).
 void count_dead_letter(actor_system& sys) noexcept;
 
-struct graph_state {
+struct graph_state final : shutdown_client {
   explicit graph_state(actor_system& s, stream::options o) : sys{&s}, opts{std::move(o)} {}
   ~graph_state();
 
@@ -45,12 +46,14 @@ struct graph_state {
   std::shared_ptr<graph_state> self;  // keeps the graph alive while a runner runs
   std::vector<std::thread> threads;
   std::chrono::steady_clock::time_point started;
+  bool registered = false;  // with the actor system, while it runs
 
   /// Starts every runner (pool) or its thread (dedicated).
   void launch(std::shared_ptr<graph_state> me);
   /// Records the first failure and cancels.
   void fail(std::exception_ptr e, troupe::error err) noexcept;
   void cancel() noexcept;
+  void cancel_for_shutdown() noexcept override { cancel(); }
   /// Called by each runner as its very last action.
   void runner_finished() noexcept;
   stream::graph_metrics metrics() const;

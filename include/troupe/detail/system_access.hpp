@@ -13,6 +13,18 @@
 
 namespace troupe::detail {
 
+/// Work the actor system must see finish before it stops its workers (a
+/// running stream graph): registered while it runs; at shutdown, after the
+/// actors have ended, it gets tuning::shutdown_drain_ms to finish on its own,
+/// then cancel_for_shutdown(), and the system waits until it has finished.
+class shutdown_client {
+ public:
+  virtual void cancel_for_shutdown() noexcept = 0;
+
+ protected:
+  ~shutdown_client() = default;
+};
+
 struct system_access {
   static void schedule(actor_system& s, resumable* r) noexcept { s.schedule(r); }
   static void schedule_fork(actor_system& s, resumable* r) noexcept { s.schedule_fork(r); }
@@ -25,6 +37,9 @@ struct system_access {
   static void remove_live(actor_system& s, actor_cell* c) noexcept { s.remove_live(c); }
   static void note_activity(actor_system& s) noexcept { s.note_activity(); }
   static std::uint64_t next_actor_id(actor_system& s) noexcept { return s.next_actor_id(); }
+  /// false: the system is shutting down and takes no more (cancel yourself).
+  [[nodiscard]] static bool register_client(actor_system& s, shutdown_client* c);
+  static void unregister_client(actor_system& s, shutdown_client* c) noexcept;
   template <class A, class... Args>
   static A* construct(actor_system& s, Args&&... args) {
     return s.template construct<A>(std::forward<Args>(args)...);

@@ -71,6 +71,10 @@ inline constexpr unsigned max_blocked_polls = 256;
 inline constexpr std::uint64_t linger_ns = 50'000;
 inline constexpr unsigned linger_spins = 256;
 
+/// At shutdown, how long stream graphs still running get to finish on their
+/// own (their entries have closed) before they are cancelled.
+inline constexpr std::uint64_t shutdown_drain_ms = 1000;
+
 // ---- waiting
 /// Spin steps (cpu pause) before a bounded busy wait starts to yield.
 inline constexpr unsigned spins_before_yield = 64;

@@ -67,26 +67,30 @@ inline error ended(const graph_state& g) {
 template <class In, bool Answers, class First>
 actor spawn_entry(actor_system& sys, const std::shared_ptr<graph_state>& st, const First& first) {
   auto es = std::make_shared<entry_state<First>>(st, first, st->opts.capacity);
-  return sys.spawn([es](event_actor& self) {
-    return behavior{[es, &self](In& v) {
+  // The behavior alone owns the entry state: when the entry ends (even while
+  // something still holds its handle), its behavior goes and the graph's
+  // input closes.
+  return sys.spawn([es](event_actor& self) mutable {
+    auto state = std::move(es);
+    return behavior{[state, &self](In& v) {
                       if constexpr (Answers) {
                         reply_to to;
                         if (self.current_is_request()) to = reply_to{self.make_response_promise()};
-                        else if (es->graph->opts.results_to) to = reply_to{es->graph->opts.results_to};
+                        else if (state->graph->opts.results_to) to = reply_to{state->graph->opts.results_to};
                         else if (self.sender()) to = reply_to{self.sender()};
                         tagged<In> t{std::move(v), std::move(to), no_seq, true};
-                        if (es->push(std::move(t))) return;
-                        const error why = ended(*es->graph);
+                        if (state->push(std::move(t))) return;
+                        const error why = ended(*state->graph);
                         t.reply.fail(why);  // NOLINT(bugprone-use-after-move): a refused push leaves t as it was
                         self.quit(why);
                       } else {
-                        if (es->push(std::move(v))) return;
+                        if (state->push(std::move(v))) return;
                         count_dead_letter(self.system());
-                        self.quit(ended(*es->graph));
+                        self.quit(ended(*state->graph));
                       }
                     },
-                    [es, &self](stream::end_of_stream) {
-                      es->close();
+                    [state, &self](stream::end_of_stream) {
+                      state->close();
                       self.quit();
                     }};
   });

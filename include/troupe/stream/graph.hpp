@@ -73,6 +73,10 @@ class graph {
   void close() const;
   /// Stops every node now; queued elements are dropped.
   void cancel() const noexcept { st_->cancel(); }
+  /// Whether the graph was stopped rather than drained: by cancel(), by a
+  /// failure under failure::cancel, or by its actor system's shutdown (a graph
+  /// still running tuning::shutdown_drain_ms after the actors have ended).
+  bool cancelled() const noexcept { return st_->cancelled.load(std::memory_order_acquire); }
   /// The failure that stopped the graph (errc::none: none, so far).
   troupe::error error() const { return st_->error_value(); }
   /// Elements dropped under failure::skip so far.
