@@ -7,7 +7,7 @@
 //   workers   scheduler threads of the troupe actor system (2)
 // impls:
 //   troupe       troupe's typed streaming layer, source -> sink, a channel of
-//                1024 slots, placement::threads (each node on its own thread)
+//                1024 slots, placement::own_thread() (each node on its own thread)
 //   troupe_pool  the same graph on the actor system's pool of 2 workers
 //   raw_queue    two std::threads and one troupe::spsc_ring<std::int64_t> of
 //                1024 slots (the ring under troupe's channels), busy polling
