@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
+#include <functional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "troupe/troupe.hpp"
 
@@ -282,4 +286,48 @@ TEST(lifecycle, send_to_an_empty_handle_is_counted) {
   troupe::actor_system sys{troupe::config{.workers = 1}};
   sys.send(troupe::actor{}, 1);
   EXPECT_EQ(sys.dead_letters(), 1u);
+}
+
+namespace {
+// Resident memory of this process in kB (Linux), or -1.
+long resident_kb() {
+  std::ifstream status{"/proc/self/status"};
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+}  // namespace
+
+// Every actor freed by a worker thread that ends with the system used to stay
+// on that thread's free list, lost: ~500 bytes per actor per system.
+TEST(lifecycle, systems_created_and_destroyed_leave_no_memory_behind) {
+  auto cycle = [] {
+    {  // actors that never get a message: their worker threads only free
+      troupe::actor_system sys{troupe::config{.workers = 2}};
+      for (int k = 0; k < 50; ++k) sys.spawn([](event_actor&) { return behavior{[](int) {}}; });
+    }
+    // spawn_map_accelerator runs a system of its own
+    troupe::actor_system sys{troupe::config{.workers = 2}};
+    auto acc = troupe::spawn_map_accelerator<int, int>(sys, {.workers = 2});
+    troupe::scoped_actor self{sys};
+    std::vector<int> out;
+    self->request(acc, troupe::infinite, std::function<int(const int&)>{[](const int& x) { return x + 1; }},
+                  std::vector<int>{1, 2, 3})
+        .receive([&](std::vector<int>& v) { out = std::move(v); }, [](error&) {});
+    ASSERT_EQ(out, (std::vector<int>{2, 3, 4}));
+  };
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizers' allocators keep freed memory in quarantine, so RSS says
+  // nothing there: a few cycles under their leak and race checks.
+  for (int i = 0; i < 50; ++i) cycle();
+#else
+  for (int i = 0; i < 200; ++i) cycle();  // warm up: the pool's depot fills
+  const long before = resident_kb();
+  ASSERT_GT(before, 0);
+  for (int i = 0; i < 5000; ++i) cycle();
+  const long after = resident_kb();
+  // Lost actors made this 5000 x 50 x ~500 B = 125 MB.
+  EXPECT_LT(after - before, 4 * 1024) << "RSS grew from " << before << " kB to " << after << " kB";
+#endif
 }

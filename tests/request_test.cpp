@@ -1,8 +1,12 @@
 // Request/response: then, error handlers, timeouts, promises, blocking form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <future>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "troupe/troupe.hpp"
@@ -146,4 +150,98 @@ TEST(request, without_error_handler_a_failed_request_ends_the_requester) {
   error reason;
   self->receive([&](troupe::down_msg& m) { reason = m.reason; });
   EXPECT_EQ(reason.code(), errc::unhandled_exception);
+}
+
+namespace {
+struct answer_all_atom {};
+// Keeps every slow_atom request unanswered until answer_all_atom.
+troupe::actor holder_of_promises(troupe::actor_system& sys) {
+  return sys.spawn([](event_actor& self) {
+    auto kept = std::make_shared<std::vector<troupe::response_promise>>();
+    return behavior{[&self, kept](slow_atom) { kept->push_back(self.make_response_promise()); },
+                    [kept](answer_all_atom) {
+                      for (auto& p : *kept) (void)p.deliver(1);
+                      kept->clear();
+                    },
+                    [](int x) { return x; }};
+  });
+}
+}  // namespace
+
+// A response that comes after its blocking request timed out is a dead
+// letter as soon as the requester looks at its mailbox again (it used to stay
+// queued, uncounted, until the scoped_actor ended).
+TEST(request, late_responses_to_a_blocking_requester_are_counted_dead_letters) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto a = holder_of_promises(sys);
+  troupe::scoped_actor self{sys};
+  constexpr int n = 2000;
+  int timeouts = 0;
+  for (int i = 0; i < n; ++i)
+    self->request(a, 1us, slow_atom{})
+        .receive([] { ADD_FAILURE(); }, [&](error& e) { timeouts += e.code() == errc::request_timeout; });
+  ASSERT_EQ(timeouts, n);
+  const auto before = sys.dead_letters();
+  self->send(a, answer_all_atom{});
+  // The answers come before the answer to this request (one sender, in order).
+  int got = 0;
+  self->request(a, 10s, 7).receive([&](int v) { got = v; }, [](error& e) { ADD_FAILURE() << e.to_string(); });
+  EXPECT_EQ(got, 7);
+  EXPECT_EQ(sys.dead_letters() - before, static_cast<std::uint64_t>(n));
+}
+
+// A request handle dropped without receive: its response is a dead letter too.
+TEST(request, a_dropped_blocking_request_handle_makes_its_response_a_dead_letter) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto a = sys.spawn([](event_actor&) { return behavior{[](int x) { return x; }}; });
+  troupe::scoped_actor self{sys};
+  const auto before = sys.dead_letters();
+  {
+    auto dropped = self->request(a, 10s, 1);
+  }
+  int got = 0;
+  self->request(a, 10s, 2).receive([&](int v) { got = v; }, [](error& e) { ADD_FAILURE() << e.to_string(); });
+  EXPECT_EQ(got, 2);
+  EXPECT_EQ(sys.dead_letters() - before, 1u);
+}
+
+// The down message of an actor whose death failed a request stays for a
+// later receive (it used to be dropped while the request waited).
+TEST(request, a_down_message_that_arrives_during_a_blocking_request_is_kept) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto a = sys.spawn(
+      [](event_actor& self) { return behavior{[&self](int) { self.quit(error{errc::runtime_error, "bye"}); }}; });
+  troupe::scoped_actor self{sys};
+  self->monitor(a);
+  const auto live = sys.live_actors();
+  sys.send(a, 0);
+  // Until `a` has told its monitors: the down message is then queued first.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (sys.live_actors() >= live && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  ASSERT_LT(sys.live_actors(), live);
+  error failed;
+  self->request(a, 10s, 1).receive([] { ADD_FAILURE(); }, [&](error& e) { failed = e; });
+  EXPECT_EQ(failed.code(), errc::actor_exited);
+  error reason;
+  const bool got = self->receive_for(10s, [&](troupe::down_msg& m) { reason = m.reason; });
+  ASSERT_TRUE(got) << "the down message was lost";
+  EXPECT_EQ(reason.code(), errc::runtime_error);
+}
+
+// A blocking request's timeout wakes the requester at its deadline (libstdc++'s
+// timed semaphore wait slept in growing steps and woke 10-25% late).
+// A bound, not a measurement: the median of five 50 ms timeouts within 6 ms.
+TEST(request, a_blocking_timeout_wakes_at_its_deadline) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto a = holder_of_promises(sys);
+  troupe::scoped_actor self{sys};
+  std::vector<double> late_ms;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    self->request(a, 50ms, slow_atom{}).receive([] { ADD_FAILURE(); }, [](error&) {});
+    late_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() - 50);
+  }
+  std::sort(late_ms.begin(), late_ms.end());
+  EXPECT_GE(late_ms.front(), 0.0) << "a timeout fired early";
+  EXPECT_LT(late_ms[2], 6.0) << "median overshoot of a 50 ms blocking timeout";
 }

@@ -204,7 +204,7 @@ actor actor_system::launch(event_actor* a, bool detached, const affinity& own) {
     return actor{a, false};
   }
   a->own_thread_ = true;
-  a->sem_ = std::make_unique<std::counting_semaphore<>>(1);  // the spawn token
+  a->sem_ = std::make_unique<detail::semaphore>(1);  // the spawn token
   actor keep{a, true};
   std::lock_guard<std::mutex> guard{impl_->threads_mtx};
   auto index = impl_->detached_threads++;

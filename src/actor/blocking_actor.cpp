@@ -11,7 +11,7 @@ namespace troupe {
 blocking_actor::blocking_actor() {
   own_thread_ = true;
   soft_limit_ = SIZE_MAX;  // no activations to yield from: overload control does not apply
-  sem_ = std::make_unique<std::counting_semaphore<>>(0);
+  sem_ = std::make_unique<detail::semaphore>(0);
   drop_spawn_token();
 }
 
@@ -58,11 +58,34 @@ bool blocking_actor::handle_system(detail::message_node& n) {
     if (exit_handler_) exit_handler_(m);
     else if (m.reason) throw actor_exited{m.reason};
   } else if (n.holds<down_msg>()) {
-    if (down_handler_) down_handler_(std::get<0>(detail::values_of<down_msg>(n)));
+    if (!down_handler_) return false;  // for a receive that takes it
+    down_handler_(std::get<0>(detail::values_of<down_msg>(n)));
   } else if (n.holds<detail::kill_msg>()) {
     throw actor_exited{std::get<0>(detail::values_of<detail::kill_msg>(n)).reason};
   }
   return true;
+}
+
+void blocking_actor::keep(detail::message_node* n) {
+  if (n->is_response() && !awaited_.contains(n->id & ~detail::response_bit)) {
+    // Too late (its request timed out) or never awaited: visible at once.
+    detail::destroy_message(n);
+    detail::system_access::count_dead_letter(system());
+    return;
+  }
+  stash_.push_back(n);
+}
+
+void blocking_actor::forget_request(std::uint64_t id) noexcept {
+  awaited_.erase(id);
+  const auto wanted = detail::response_bit | id;
+  for (auto it = stash_.begin(); it != stash_.end(); ++it)
+    if ((*it)->id == wanted) {
+      detail::destroy_message(*it);
+      stash_.erase(it);
+      detail::system_access::count_dead_letter(system());
+      return;
+    }
 }
 
 bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> deadline) {
@@ -96,17 +119,19 @@ bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> 
       dispatch(n);
       return true;
     }
-    if (n->vt->system) {
-      std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
-      handle_system(*n);
-      continue;
-    }
-    stash_.push_back(n);  // for a later receive
+    if (n->vt->system && system_message(n)) continue;
+    keep(n);  // for a later receive
   }
 }
 
 detail::message_node* blocking_actor::await_response(std::uint64_t id, std::optional<clock::time_point> deadline) {
   const auto wanted = detail::response_bit | id;
+  // Whatever happens (answer, timeout, exception), nobody awaits it after this.
+  struct forget {
+    std::unordered_set<std::uint64_t>& awaited;
+    std::uint64_t id;
+    ~forget() { awaited.erase(id); }
+  } done{awaited_, id};
   for (auto it = stash_.begin(); it != stash_.end(); ++it)
     if ((*it)->id == wanted) {
       auto* n = *it;
@@ -117,13 +142,16 @@ detail::message_node* blocking_actor::await_response(std::uint64_t id, std::opti
     auto* n = next_from_mailbox(deadline);
     if (n == nullptr) return nullptr;
     if (n->id == wanted) return n;
-    if (n->vt->system) {
-      std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
-      handle_system(*n);
-      continue;
-    }
-    stash_.push_back(n);
+    if (n->vt->system && system_message(n)) continue;
+    keep(n);
   }
+}
+
+bool blocking_actor::system_message(detail::message_node* n) {
+  std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
+  if (handle_system(*n)) return true;
+  guard.release();  // kept: the caller stashes it
+  return false;
 }
 
 void blocking_actor::finish(const error& reason) noexcept {

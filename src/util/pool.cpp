@@ -8,7 +8,8 @@
 
 namespace troupe::detail {
 
-thread_local constinit pool_cache pool_tls{};
+thread_local constinit pool_cache pool_tls{{}, {pool_unarmed, pool_unarmed, pool_unarmed, pool_unarmed, pool_unarmed}};
+static_assert(pool_classes == 5, "pool_tls's initialiser lists one count per class");
 
 namespace {
 
@@ -45,10 +46,19 @@ struct cache_flusher {
 
 thread_local cache_flusher flusher;
 
+// The thread's first trip here: registers the flusher's destructor and
+// replaces the `unarmed` counts by the true ones (the lists are empty but for
+// the one block a first free has just pushed, which pool_spill counts).
+void arm() noexcept {
+  if (flusher.armed) return;
+  flusher.armed = true;
+  for (std::size_t c = 0; c < pool_classes; ++c) pool_tls.count[c] = 0;
+}
+
 }  // namespace
 
 void* pool_refill(std::size_t c) {
-  flusher.armed = true;  // first use registers the flusher's destructor
+  arm();
   auto& d = the_depot();
   {
     std::lock_guard<std::mutex> guard{d.mtx};
@@ -66,7 +76,12 @@ void* pool_refill(std::size_t c) {
 }
 
 void pool_spill(std::size_t c) noexcept {
-  flusher.armed = true;
+  if (!flusher.armed) {
+    // A first free: one block on the list, nothing to spill yet.
+    arm();
+    pool_tls.count[c] = 1;
+    return;
+  }
   // Detach `batch` blocks from the local list and give them to the depot.
   pool_block* first = pool_tls.head[c];
   pool_block* last = first;

@@ -142,6 +142,9 @@ class actor_system {
     actor_cell::deliver(dest, detail::make_message(actor{}, 0, std::forward<Ts>(xs)...));
   }
   template <class... Sigs, class... Ts>
+    requires(!typed_actor<Sigs...>::template accepts<Ts...>)
+  void send(const typed_actor<Sigs...>& dest, Ts&&... xs) = delete;  // not in the typed actor's interface
+  template <class... Sigs, class... Ts>
     requires(typed_actor<Sigs...>::template accepts<Ts...>)
   void send(const typed_actor<Sigs...>& dest, Ts&&... xs) {
     actor_cell::deliver(dest.address(),

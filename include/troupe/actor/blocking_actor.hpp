@@ -6,8 +6,11 @@
 //   bool got = self.receive_for(10ms, [](int x) { ... });
 //   self.request(a, 1s, get_atom{}).receive([](int v) {...}, [](error& e) {...});
 // Messages that the current receive does not accept stay queued, in order,
-// for a later receive. An exit_msg with an error from a linked actor (without
-// an exit handler) or a kill throws actor_exited out of receive.
+// for a later receive; so do down_msg (without a down handler), also while a
+// request waits for its response. An exit_msg with an error from a linked
+// actor (without an exit handler) or a kill throws actor_exited out of
+// receive. A response that comes after its request gave up (timeout, or the
+// request_handle dropped without receive) is a dead letter at once.
 #pragma once
 
 #include <chrono>
@@ -15,6 +18,8 @@
 #include <functional>
 #include <optional>
 #include <stdexcept>
+#include <unordered_set>
+#include <utility>
 
 #include "troupe/actor/local_actor.hpp"
 
@@ -56,12 +61,17 @@ class blocking_actor : public local_actor {
   request_handle request(const actor& dest, std::chrono::nanoseconds timeout, Ts&&... xs);
 
   template <class... Sigs, class... Ts>
+    requires(!typed_actor<Sigs...>::template accepts<Ts...>)
+  request_handle request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout,
+                         Ts&&... xs) = delete;  // not in the typed actor's interface
+  template <class... Sigs, class... Ts>
     requires(typed_actor<Sigs...>::template accepts<Ts...>)
   request_handle request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout, Ts&&... xs);
 
   /// exit_msg from linked actors goes here instead of ending this actor.
   void set_exit_handler(std::function<void(exit_msg&)> f) { exit_handler_ = std::move(f); }
-  /// down_msg from monitored actors; without a handler they are dropped.
+  /// down_msg from monitored actors; without a handler they wait in the
+  /// mailbox for a receive that takes down_msg.
   void set_down_handler(std::function<void(down_msg&)> f) { down_handler_ = std::move(f); }
 
   /// Ends the actor now (used by scoped_actor and the thread wrapper).
@@ -79,10 +89,18 @@ class blocking_actor : public local_actor {
   /// Waits for the response to request `id`; nullptr at the deadline.
   detail::message_node* await_response(std::uint64_t id, std::optional<clock::time_point> deadline);
   detail::message_node* next_from_mailbox(std::optional<clock::time_point> deadline);
-  /// true if the message was a system message and was dealt with.
+  /// Deals with a system message; false if it waits for a receive instead.
   bool handle_system(detail::message_node& n);
+  /// handle_system, then destroys `n` unless it must wait (then false).
+  bool system_message(detail::message_node* n);
+  /// A message no receive wants now: kept for a later one, or, if it is a
+  /// response nobody awaits any longer, counted as a dead letter.
+  void keep(detail::message_node* n);
+  /// The request gave up on its response (timeout or handle dropped).
+  void forget_request(std::uint64_t id) noexcept;
 
   std::deque<detail::message_node*> stash_;
+  std::unordered_set<std::uint64_t> awaited_;  // requests whose response someone may still receive
   std::size_t consumed_ = 0;
   bool finished_ = false;
   std::function<void(exit_msg&)> exit_handler_;
@@ -93,6 +111,15 @@ class blocking_actor::request_handle {
  public:
   request_handle(blocking_actor& self, std::uint64_t id, std::chrono::nanoseconds timeout)
       : self_{&self}, id_{id}, timeout_{timeout} {}
+  request_handle(request_handle&& other) noexcept
+      : self_{std::exchange(other.self_, nullptr)}, id_{other.id_}, timeout_{other.timeout_} {}
+  request_handle(const request_handle&) = delete;
+  request_handle& operator=(const request_handle&) = delete;
+  request_handle& operator=(request_handle&&) = delete;
+  /// A handle dropped without receive: its response will be a dead letter.
+  ~request_handle() {
+    if (self_ != nullptr) self_->forget_request(id_);
+  }
 
   /// Waits for the response: on_value gets its values, on_error an error&
   /// (timeout, receiver gone, handler failed, unexpected types).
@@ -100,7 +127,7 @@ class blocking_actor::request_handle {
   void receive(F on_value, G on_error) {
     std::optional<clock::time_point> deadline;
     if (timeout_ != infinite) deadline = clock::now() + timeout_;
-    auto* n = self_->await_response(id_, deadline);
+    auto* n = std::exchange(self_, nullptr)->await_response(id_, deadline);
     if (n == nullptr) {
       error e{errc::request_timeout, "no response within the request's timeout"};
       on_error(e);
@@ -128,6 +155,7 @@ template <class... Ts>
 blocking_actor::request_handle blocking_actor::request(const actor& dest, std::chrono::nanoseconds timeout,
                                                        Ts&&... xs) {
   auto id = new_request_id();
+  awaited_.insert(id);
   deliver(dest, detail::make_message(handle(), id, std::forward<Ts>(xs)...));
   return request_handle{*this, id, timeout};
 }
@@ -137,6 +165,7 @@ template <class... Sigs, class... Ts>
 blocking_actor::request_handle blocking_actor::request(const typed_actor<Sigs...>& dest,
                                                        std::chrono::nanoseconds timeout, Ts&&... xs) {
   auto id = new_request_id();
+  awaited_.insert(id);
   deliver(dest.address(), detail::make_typed_message<typed_actor<Sigs...>>(handle(), id, std::forward<Ts>(xs)...));
   return request_handle{*this, id, timeout};
 }

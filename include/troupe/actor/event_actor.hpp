@@ -68,6 +68,10 @@ class event_actor : public local_actor {
 
   /// Request to a typed actor: only messages of its interface compile.
   template <class... Sigs, class... Ts>
+    requires(!typed_actor<Sigs...>::template accepts<Ts...>)
+  request_handle request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout,
+                         Ts&&... xs) = delete;  // not in the typed actor's interface
+  template <class... Sigs, class... Ts>
     requires(typed_actor<Sigs...>::template accepts<Ts...>)
   request_handle request(const typed_actor<Sigs...>& dest, std::chrono::nanoseconds timeout, Ts&&... xs);
 

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <semaphore>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "troupe/actor/system_messages.hpp"
 #include "troupe/actor/typed_actor.hpp"
 #include "troupe/detail/actor_cell.hpp"
+#include "troupe/detail/semaphore.hpp"
 
 namespace troupe {
 
@@ -58,6 +58,9 @@ class local_actor : public actor_cell {
     note_load(dest);
   }
   /// Send to a typed actor: only messages of its interface compile.
+  template <class... Sigs, class... Ts>
+    requires(!typed_actor<Sigs...>::template accepts<Ts...>)
+  void send(const typed_actor<Sigs...>& dest, Ts&&... xs) = delete;  // not in the typed actor's interface
   template <class... Sigs, class... Ts>
     requires(typed_actor<Sigs...>::template accepts<Ts...>)
   void send(const typed_actor<Sigs...>& dest, Ts&&... xs) {
@@ -114,7 +117,7 @@ class local_actor : public actor_cell {
 
   /// Actors with a thread of their own (detached, blocking) sleep here while
   /// their mailbox is empty; wake() releases it.
-  std::unique_ptr<std::counting_semaphore<>> sem_;
+  std::unique_ptr<detail::semaphore> sem_;
   detail::message_node* current_ = nullptr;
 
   /// Leaves joined groups, drops the overload notice.

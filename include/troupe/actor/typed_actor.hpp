@@ -81,14 +81,58 @@ class typed_actor {
   actor addr_;
 };
 
+namespace detail {
+
+template <class>
+inline constexpr bool always_false = false;
+
+template <std::size_t I, class T, class... Ts>
+struct nth_type_impl : nth_type_impl<I - 1, Ts...> {};
+template <class T, class... Ts>
+struct nth_type_impl<0, T, Ts...> {
+  using type = T;
+};
+/// The I-th (0-based) of Ts.
+template <std::size_t I, class... Ts>
+using nth_type = typename nth_type_impl<I, Ts...>::type;
+
+// Diagnostics of typed_behavior: each names, in its instantiation note, what
+// is wrong (see the value/diagnostic pairs in pattern/stage.hpp).
+template <class Signature>
+struct no_handler_for {
+  static_assert(always_false<Signature>,
+                "troupe::typed_behavior: no handler for this signature of the interface (see "
+                "no_handler_for<Signature>): add a handler taking exactly its argument types");
+};
+template <class Arguments>
+struct handler_outside_interface {
+  static_assert(always_false<Arguments>,
+                "troupe::typed_behavior: a handler takes argument types that no signature of the interface lists "
+                "(see handler_outside_interface<std::tuple<Arguments...>>)");
+};
+template <class Signature, class Result>
+struct handler_result_mismatch {
+  static_assert(always_false<Signature>,
+                "troupe::typed_behavior: a handler returns a type its signature does not (see "
+                "handler_result_mismatch<Signature, Result>)");
+};
+
+/// Whether some signature of Sigs takes exactly `Args`.
+template <class Args, class... Sigs>
+inline constexpr bool in_interface = signature_index<Args, Sigs...>() != 0;
+
+}  // namespace detail
+
 /// The behavior of a typed actor: one handler per signature, in any order.
+/// A handler missing, one too many, or one returning the wrong type is one
+/// compile error that names the signature (or the handler's arguments).
 template <class... Sigs>
 class typed_behavior {
  public:
   using handle_type = typed_actor<Sigs...>;
 
   template <class... Fs>
-    requires(sizeof...(Fs) == sizeof...(Sigs))
+    requires(sizeof...(Fs) > 0 && (!std::is_same_v<std::decay_t<Fs>, typed_behavior> && ...))
   typed_behavior(Fs... fs) : bhvr_{make(std::tuple<Fs...>{std::move(fs)...})} {}
 
   /// The handlers, ordered like Sigs (index i handles signature i+1).
@@ -97,20 +141,58 @@ class typed_behavior {
 
  private:
   template <class Sig, class... Fs>
-  static auto pick(std::tuple<Fs...>& fs) {
-    using args = typename detail::signature<Sig>::args;
-    constexpr auto i = detail::handler_for<args, Fs...>();
-    static_assert(i < sizeof...(Fs), "a signature of the typed actor's interface has no handler");
-    using F = std::tuple_element_t<i, std::tuple<Fs...>>;
+  static constexpr bool handled = detail::handler_for<typename detail::signature<Sig>::args, Fs...>() < sizeof...(Fs);
+
+  template <class Sig, class... Fs>
+  static constexpr bool result_ok() {
     using R = typename detail::signature<Sig>::result;
+    using F = detail::nth_type<detail::handler_for<typename detail::signature<Sig>::args, Fs...>(), Fs...>;
     using got = typename detail::callable_traits<F>::result;
-    static_assert(std::is_void_v<R> ? std::is_void_v<got> : std::is_convertible_v<got, R>,
-                  "a handler's result type does not match its signature in the typed actor's interface");
-    return std::get<i>(fs);
+    return std::is_void_v<R> ? std::is_void_v<got> : std::is_convertible_v<got, R>;
+  }
+
+  /// Index of the first of Ts for which Pred is false (sizeof...(Ts) if none).
+  template <bool... Ok>
+  static constexpr std::size_t first_false() {
+    std::size_t i = 0, found = sizeof...(Ok);
+    ((found = (found == sizeof...(Ok) && !Ok) ? i : found, ++i), ...);
+    return found;
+  }
+
+  /// Instantiates the diagnostic of the first broken rule (exactly one
+  /// compile error); true if no rule is broken.
+  template <class... Fs>
+  static constexpr bool check() {
+    constexpr auto missing = first_false<handled<Sigs, Fs...>...>();
+    constexpr auto extra =
+        first_false<detail::in_interface<typename detail::callable_traits<Fs>::decayed, Sigs...>...>();
+    if constexpr (missing < sizeof...(Sigs)) {
+      (void)sizeof(detail::no_handler_for<detail::nth_type<missing, Sigs...>>);
+      return false;
+    } else if constexpr (extra < sizeof...(Fs)) {
+      using F = detail::nth_type<extra, Fs...>;
+      (void)sizeof(detail::handler_outside_interface<typename detail::callable_traits<F>::decayed>);
+      return false;
+    } else {
+      constexpr auto wrong = first_false<result_ok<Sigs, Fs...>()...>();
+      if constexpr (wrong < sizeof...(Sigs)) {
+        using Sig = detail::nth_type<wrong, Sigs...>;
+        using F = detail::nth_type<detail::handler_for<typename detail::signature<Sig>::args, Fs...>(), Fs...>;
+        (void)sizeof(detail::handler_result_mismatch<Sig, typename detail::callable_traits<F>::result>);
+        return false;
+      }
+      return true;
+    }
+  }
+
+  template <class Sig, class... Fs>
+  static auto pick(std::tuple<Fs...>& fs) {
+    return std::get<detail::handler_for<typename detail::signature<Sig>::args, Fs...>()>(fs);
   }
   template <class... Fs>
   static behavior make(std::tuple<Fs...> fs) {
-    return behavior{pick<Sigs>(fs)...};
+    if constexpr (check<Fs...>()) return behavior{pick<Sigs>(fs)...};
+    else return behavior{};
   }
 
   behavior bhvr_;

@@ -28,13 +28,21 @@ struct pool_block {
   pool_block* next;
 };
 
+/// Limit of a thread's free list per size class before it spills a batch.
+inline constexpr std::size_t pool_local_limit = tuning::pool_local_limit;
+
+/// A thread's free lists. A thread's blocks must go back to the depot when
+/// it ends, which takes a thread_local with a destructor (pool.cpp), armed by
+/// the thread's first trip into pool.cpp. A thread that only frees would never
+/// make that trip below the limit, so a thread starts with every count at the
+/// limit (`unarmed`): its first free of each class goes out of line to
+/// pool_spill, which arms the destructor and sets the true counts. The inline
+/// paths pay nothing for it.
 struct pool_cache {
   pool_block* head[pool_classes];
   std::size_t count[pool_classes];
 };
-
-/// Limit of a thread's free list per size class before it spills a batch.
-inline constexpr std::size_t pool_local_limit = tuning::pool_local_limit;
+inline constexpr std::size_t pool_unarmed = pool_local_limit;
 
 extern thread_local constinit pool_cache pool_tls;
 void* pool_refill(std::size_t size_class);
