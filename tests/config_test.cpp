@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "troupe/troupe.hpp"
 
@@ -40,8 +42,8 @@ TEST(config, bad_values_name_key_value_and_problem) {
   expect_error("workers", "many", "integer");
   expect_error("workers", "-1", "integer");
   expect_error("workers", "99999", "between");
-  expect_error("throughput", "0", "between");
-  expect_error("mailbox-soft-limit", "0", "between");
+  expect_error("throughput", "0", "must be at least 1");
+  expect_error("mailbox-soft-limit", "0", "must be at least 1");
   expect_error("polling", "fast", "aggressive, moderate or relaxed");
   expect_error("worker-affinity", "<0", "position");
   expect_error("colour", "blue", "unknown key");
@@ -101,4 +103,71 @@ TEST(config, from_file_with_line_numbers_in_errors) {
   }
   EXPECT_THROW(troupe::config{}.load_file(path), troupe::config_error);
   EXPECT_THROW(troupe::config{}.load_file(path + ".missing"), troupe::config_error);
+}
+
+// A limit of 0 used to report "must be between 1 and 18446744073709551615".
+TEST(config, a_zero_limit_says_at_least_one) {
+  for (const char* key : {"throughput", "mailbox-soft-limit"}) {
+    try {
+      troupe::config{}.set(key, "0");
+      ADD_FAILURE() << key << " = 0 accepted";
+    } catch (const troupe::config_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("must be at least 1"), std::string::npos) << what;
+      EXPECT_EQ(what.find("18446744073709551615"), std::string::npos) << what;
+    }
+  }
+}
+
+// A long bad input is shown once, as a bounded excerpt around the problem;
+// every byte is escaped, so an embedded NUL does not cut the message short.
+TEST(config, errors_show_a_bounded_escaped_excerpt_of_the_input) {
+  std::string long_affinity;
+  for (int i = 0; i < 2000; ++i) long_affinity += "<0> ";
+  long_affinity += "<0-x>";  // the problem, at the very end of ~8 kB
+  try {
+    troupe::config{}.set("worker-affinity", long_affinity);
+    ADD_FAILURE() << "accepted";
+  } catch (const troupe::config_error& e) {
+    const std::string what = e.what();
+    EXPECT_LT(what.size(), 400u) << what.substr(0, 500);
+    EXPECT_NE(what.find("<0-x>"), std::string::npos) << what;  // the excerpt shows the problem
+    EXPECT_NE(what.find("position 8003"), std::string::npos) << what;
+    EXPECT_NE(what.find("8005 bytes"), std::string::npos) << what;
+    EXPECT_EQ(e.value(), long_affinity);  // the whole value stays available
+  }
+  try {
+    (void)troupe::affinity::parse(long_affinity);
+    ADD_FAILURE() << "accepted";
+  } catch (const troupe::affinity_error& e) {
+    EXPECT_LT(std::string{e.what()}.size(), 300u);
+  }
+  const std::string with_nul{"<0>\0<1>", 7};
+  try {
+    troupe::config{}.set("worker-affinity", with_nul);
+    ADD_FAILURE() << "accepted";
+  } catch (const troupe::config_error& e) {
+    const std::string what = e.what();  // up to the first NUL, as printed
+    EXPECT_NE(what.find("\\x00"), std::string::npos) << what;
+    EXPECT_NE(what.find("position 3"), std::string::npos) << what;
+  }
+}
+
+// TROUPE_* variables that a config does not read are named, and an
+// actor_system made from such a config says so on stderr.
+TEST(config, environment_variables_that_are_not_read_are_reported) {
+  setenv("TROUPE_THROUGHPUT", "7", 1);
+  const auto ignored = troupe::config{}.ignored_env();
+  const auto read = troupe::config{}.load_env().ignored_env();
+  ::testing::internal::CaptureStderr();
+  {
+    troupe::actor_system sys{troupe::config{.workers = 1}};
+  }
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  unsetenv("TROUPE_THROUGHPUT");
+  EXPECT_EQ(ignored, std::vector<std::string>{"TROUPE_THROUGHPUT"});
+  EXPECT_TRUE(read.empty());
+  EXPECT_NE(said.find("TROUPE_THROUGHPUT"), std::string::npos) << said;
+  EXPECT_NE(said.find("load_env"), std::string::npos) << said;
+  EXPECT_TRUE(troupe::config{}.ignored_env().empty());
 }

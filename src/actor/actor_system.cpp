@@ -112,8 +112,25 @@ struct actor_system::impl {
   }
 };
 
+namespace {
+// Once per process: TROUPE_* variables that the config does not follow.
+void note_ignored_env(const config& cfg) {
+  static std::atomic<bool> said{false};
+  if (said.load(std::memory_order_relaxed)) return;
+  auto ignored = cfg.ignored_env();
+  if (ignored.empty() || said.exchange(true)) return;
+  std::string names;
+  for (auto& n : ignored) names += (names.empty() ? "" : ", ") + n;
+  std::fprintf(stderr,
+               "troupe: %s set in the environment but not used: this actor_system's config was not read with "
+               "config::load_env()\n",
+               names.c_str());
+}
+}  // namespace
+
 actor_system::actor_system(config cfg)
     : impl_{std::make_unique<impl>(std::move(cfg))}, soft_limit_{impl_->cfg.mailbox_soft_limit} {
+  note_ignored_env(impl_->cfg);
   impl_->timers.start();
   impl_->sched.start();
 }

@@ -3,7 +3,10 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <utility>
+#include <vector>
 
+#include "troupe/detail/text.hpp"
 #include "troupe/util/affinity.hpp"
 
 namespace troupe {
@@ -20,8 +23,9 @@ std::string_view to_string(polling p) noexcept {
   return "unknown";
 }
 
-config_error::config_error(std::string key, std::string value, const std::string& problem)
-    : std::invalid_argument("config key '" + key + "' with value '" + value + "': " + problem),
+config_error::config_error(std::string key, std::string value, const std::string& problem, std::size_t position)
+    : std::invalid_argument("config key '" + key + "' with value " + detail::quoted_excerpt(value, position) + ": " +
+                            problem),
       key_{std::move(key)},
       value_{std::move(value)} {}
 
@@ -36,7 +40,8 @@ std::size_t parse_count(std::string_view key, std::string_view value, std::size_
     throw config_error(std::string{key}, std::string{value}, "expected a non-negative integer");
   if (ec == std::errc::result_out_of_range || n < min || n > max)
     throw config_error(std::string{key}, std::string{value},
-                       "must be between " + std::to_string(min) + " and " + std::to_string(max));
+                       max == SIZE_MAX ? "must be at least " + std::to_string(min)
+                                       : "must be between " + std::to_string(min) + " and " + std::to_string(max));
   return n;
 }
 
@@ -45,7 +50,9 @@ std::string checked_affinity(std::string_view key, std::string s) {
   try {
     (void)affinity::parse_for_machine(s);
   } catch (const affinity_error& e) {
-    throw config_error(std::string{key}, s, e.what());
+    // The affinity error's own text would quote the whole input a second time.
+    throw config_error(std::string{key}, s, "at position " + std::to_string(e.position()) + ": " + e.problem(),
+                       e.position());
   }
   return s;
 }
@@ -97,19 +104,39 @@ config& config::set(std::string_view key, std::string_view value) {
   return *this;
 }
 
+namespace {
+constexpr std::pair<const char*, const char*> env_vars[] = {
+    {"TROUPE_WORKERS", "workers"},
+    {"TROUPE_POLLING", "polling"},
+    {"TROUPE_THROUGHPUT", "throughput"},
+    {"TROUPE_MAILBOX_SOFT_LIMIT", "mailbox-soft-limit"},
+    {"TROUPE_WORKER_AFFINITY", "worker-affinity"},
+    {"TROUPE_DETACHED_AFFINITY", "detached-affinity"},
+    {"TROUPE_BLOCKING_AFFINITY", "blocking-affinity"},
+};
+}  // namespace
+
 config& config::load_env() {
-  static constexpr std::pair<const char*, const char*> vars[] = {
-      {"TROUPE_WORKERS", "workers"},
-      {"TROUPE_POLLING", "polling"},
-      {"TROUPE_THROUGHPUT", "throughput"},
-      {"TROUPE_MAILBOX_SOFT_LIMIT", "mailbox-soft-limit"},
-      {"TROUPE_WORKER_AFFINITY", "worker-affinity"},
-      {"TROUPE_DETACHED_AFFINITY", "detached-affinity"},
-      {"TROUPE_BLOCKING_AFFINITY", "blocking-affinity"},
-  };
-  for (auto [var, key] : vars)
+  for (auto [var, key] : env_vars)
     if (const char* v = std::getenv(var)) set(key, v);
   return *this;
+}
+
+std::vector<std::string> config::ignored_env() const {
+  std::vector<std::string> ignored;
+  for (auto [var, key] : env_vars) {
+    const char* v = std::getenv(var);
+    if (v == nullptr) continue;
+    config probe = *this;
+    try {
+      probe.set(key, v);
+    } catch (const config_error&) {
+      ignored.emplace_back(var);  // not even valid: certainly not followed
+      continue;
+    }
+    if (!(probe == *this)) ignored.emplace_back(var);
+  }
+  return ignored;
 }
 
 config& config::load_file(const std::string& path) {

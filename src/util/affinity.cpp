@@ -2,6 +2,8 @@
 // pin_current_thread.  See include/troupe/util/affinity.hpp.
 #include "troupe/util/affinity.hpp"
 
+#include "troupe/detail/text.hpp"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -15,29 +17,6 @@
 namespace troupe {
 
 namespace {
-
-// Renders s for a message: printable ASCII as is, '"' and '\' escaped, other
-// bytes as \xNN.
-std::string quoted(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += ch;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(c));
-      out += buf;
-    }
-  }
-  out += '"';
-  return out;
-}
 
 // Describes one character for a message: 'x', or "the byte \x01".
 std::string describe_char(char ch) {
@@ -248,8 +227,8 @@ class parser {
 }  // namespace
 
 affinity_error::affinity_error(std::string text, std::size_t position, std::string problem)
-    : std::invalid_argument("affinity string " + quoted(text) + ": at position " + std::to_string(position) + ": " +
-                            problem),
+    : std::invalid_argument("affinity string " + detail::quoted_excerpt(text, position) + ": at position " +
+                            std::to_string(position) + ": " + problem),
       text_(std::move(text)),
       position_(position),
       problem_(std::move(problem)) {}

@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "troupe/detail/tuning.hpp"
 
@@ -35,7 +36,8 @@ std::string_view to_string(polling p) noexcept;
 
 class config_error : public std::invalid_argument {
  public:
-  config_error(std::string key, std::string value, const std::string& problem);
+  /// The message shows the value escaped and, when long, only around `position`.
+  config_error(std::string key, std::string value, const std::string& problem, std::size_t position = 0);
   const std::string& key() const noexcept { return key_; }
   const std::string& value() const noexcept { return value_; }
 
@@ -65,6 +67,11 @@ struct config {
   /// Reads TROUPE_WORKERS, TROUPE_POLLING, TROUPE_THROUGHPUT, TROUPE_MAILBOX_SOFT_LIMIT,
   /// TROUPE_WORKER_AFFINITY, TROUPE_DETACHED_AFFINITY, TROUPE_BLOCKING_AFFINITY.
   config& load_env();
+  /// The TROUPE_* variables set in the environment that this config does not
+  /// follow (made without load_env(), or changed after it). An actor_system
+  /// made from such a config says so once on stderr: a variable set and
+  /// silently ignored looks like a knob that does nothing.
+  std::vector<std::string> ignored_env() const;
   /// "key = value" lines; '#' starts a comment. Throws config_error with the line number.
   config& load_file(const std::string& path);
 
@@ -73,6 +80,8 @@ struct config {
   void validate() const;
   /// workers or, when 0, the number of cores available to the process.
   std::size_t effective_workers() const noexcept;
+
+  friend bool operator==(const config&, const config&) = default;
 };
 
 }  // namespace troupe
