@@ -345,6 +345,17 @@ void local_actor::demonitor(const actor& other) {
   if (other) other->remove_monitor(handle());
 }
 
+void detail::deliver_exit(actor source, const actor& dest, error reason) {
+  if (reason.code() == errc::kill) {
+    actor_cell::deliver(dest, make_message(std::move(source), 0, kill_msg{std::move(reason)}), priority::urgent);
+    return;
+  }
+  exit_msg m{source, std::move(reason)};
+  actor_cell::deliver(dest, make_message(std::move(source), 0, std::move(m)), priority::urgent);
+}
+
+void local_actor::send_exit(const actor& dest, error reason) { detail::deliver_exit(handle(), dest, std::move(reason)); }
+
 void local_actor::join(const group& g) {
   if (!g) return;
   g.subscribe(handle());

@@ -89,6 +89,8 @@ void blocking_actor::forget_request(std::uint64_t id) noexcept {
 }
 
 bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> deadline) {
+  // Handles `n`; false if its handler returned troupe::skip (then `n` is
+  // the caller's again, to keep for a later receive).
   auto dispatch = [&](detail::message_node* n) {
     std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
     current_ = n;
@@ -104,20 +106,25 @@ bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> 
                                                 error{errc::unhandled_exception, e.what()}));
       throw;
     }
+    if (!n->skipped) return true;
+    n->skipped = false;
+    (void)guard.release();
+    return false;
   };
-  for (auto it = stash_.begin(); it != stash_.end(); ++it)
-    if (!(*it)->is_response() && b.accepts(**it)) {
-      auto* n = *it;
-      stash_.erase(it);
-      dispatch(n);
-      return true;
-    }
+  for (std::size_t i = 0; i < stash_.size(); ++i) {
+    auto* n = stash_[i];
+    if (n->is_response() || !b.accepts(*n)) continue;
+    stash_.erase(stash_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (dispatch(n)) return true;
+    stash_.insert(stash_.begin() + static_cast<std::ptrdiff_t>(i), n);  // skipped: back in its place
+  }
   for (;;) {
     auto* n = next_from_mailbox(deadline);
     if (n == nullptr) return false;
     if (!n->is_response() && b.accepts(*n)) {  // handlers may take down_msg / exit_msg too
-      dispatch(n);
-      return true;
+      if (dispatch(n)) return true;
+      stash_.push_back(n);  // skipped
+      continue;
     }
     if (n->vt->system && system_message(n)) continue;
     keep(n);  // for a later receive

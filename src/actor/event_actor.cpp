@@ -1,6 +1,7 @@
 #include "troupe/actor/event_actor.hpp"
 #include "troupe/detail/system_access.hpp"
 
+#include <deque>
 #include <thread>
 #include <utility>
 
@@ -53,7 +54,90 @@ void deliver_later(actor_system& sys, const actor& dest, message_node* n, std::c
 
 }  // namespace detail
 
+struct event_actor::kept_state {
+  std::vector<behavior> below;                 // the behavior stack under bhvr_
+  std::deque<detail::message_node*> skipped;   // offered again on a behavior change
+  std::deque<detail::message_node*> held;      // run before the mailbox, when not awaiting
+  std::size_t awaiting = 0;                    // awaited requests still open
+  bool token = false;                          // one message announced for `held`
+
+  bool ready() const noexcept { return awaiting == 0 && !held.empty(); }
+};
+
+event_actor::event_actor() = default;
 event_actor::~event_actor() = default;
+
+event_actor::kept_state& event_actor::kept() {
+  if (!kept_) kept_ = std::make_unique<kept_state>();
+  return *kept_;
+}
+
+void event_actor::retire_running_behavior() {
+  // The handler that runs belongs to bhvr_: keep it alive until it returns.
+  if (current_ != nullptr && retired_.empty()) retired_ = std::move(bhvr_);
+}
+
+void event_actor::become(behavior b) {
+  retire_running_behavior();
+  bhvr_ = std::move(b);
+  behavior_changed();
+}
+
+void event_actor::become(keep_behavior_t, behavior b) {
+  kept().below.push_back(std::move(bhvr_));  // moves the handlers, running or not: they stay alive
+  bhvr_ = std::move(b);
+  behavior_changed();
+}
+
+void event_actor::unbecome() {
+  retire_running_behavior();
+  if (kept_ && !kept_->below.empty()) {
+    bhvr_ = std::move(kept_->below.back());
+    kept_->below.pop_back();
+  } else {
+    bhvr_ = behavior{};
+  }
+  behavior_changed();
+}
+
+void event_actor::behavior_changed() {
+  if (!kept_ || kept_->skipped.empty()) return;
+  // Skipped messages came before every held one: they go first, in order.
+  auto& k = *kept_;
+  k.held.insert(k.held.begin(), k.skipped.begin(), k.skipped.end());
+  k.skipped.clear();
+}
+
+void event_actor::mark_awaited(std::uint64_t id) {
+  auto it = pending_->find(id);
+  if (it == pending_->end() || !it->second || it->second->awaited) return;
+  it->second->awaited = true;
+  ++kept().awaiting;
+}
+
+bool event_actor::passes_await(detail::message_node& n) const {
+  auto awaited = [&](std::uint64_t id) {
+    if (!pending_) return false;
+    auto it = pending_->find(id);
+    return it != pending_->end() && it->second && it->second->awaited;
+  };
+  if (n.is_response()) return awaited(n.id & ~detail::response_bit);
+  if (!n.vt->system) return false;
+  if (n.holds<detail::timeout_msg>()) return awaited(std::get<0>(detail::values_of<detail::timeout_msg>(n)).request_id);
+  return n.holds<exit_msg>() || n.holds<detail::kill_msg>();  // down messages wait
+}
+
+void event_actor::sync_kept(std::size_t& consumed) noexcept {
+  auto& k = *kept_;
+  const bool ready = k.ready();
+  if (ready && !k.token) {
+    announce_one();  // keeps the actor from going idle with work in `held`
+    k.token = true;
+  } else if (!ready && k.token) {
+    ++consumed;
+    k.token = false;
+  }
+}
 
 void event_actor::wake() noexcept {
   if (sem_) sem_->release();
@@ -61,6 +145,13 @@ void event_actor::wake() noexcept {
 }
 
 void event_actor::on_exit() noexcept {
+  if (kept_) {
+    error gone{errc::actor_exited, "the receiver ended before handling it"};
+    for (auto* n : kept_->skipped) dead_letter(n, gone);
+    for (auto* n : kept_->held) dead_letter(n, gone);
+    kept_.reset();
+  }
+  retired_ = behavior{};
   bhvr_ = behavior{};
   pending_.reset();
   hooks_.reset();
@@ -100,15 +191,24 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         if (mailbox_size() - consumed <= soft_limit_) break;
         budget += throughput;
       }
-      auto* n = pop();
-      if (n == nullptr) {
-        drained = true;
-        break;
+      detail::message_node* n;
+      if (kept_ != nullptr && kept_->ready()) [[unlikely]] {
+        n = kept_->held.front();  // consumed when it was first taken
+        kept_->held.pop_front();
+      } else {
+        n = pop();
+        if (n == nullptr) {
+          drained = true;
+          break;
+        }
+        ++consumed;
       }
-      ++consumed;
       ++handled;
       dispatch(n);
+      if (kept_ != nullptr) [[unlikely]]
+        sync_kept(consumed);
       if (quit_) {
+        if (kept_ && std::exchange(kept_->token, false)) ++consumed;
         error reason = std::move(*quit_);
         terminate(reason, consumed);  // may free this
         return resume_result::done;
@@ -163,6 +263,10 @@ bool event_actor::wait_for_receiver() noexcept {
 }
 
 void event_actor::dispatch(detail::message_node* n) {
+  if (kept_ != nullptr && kept_->awaiting != 0 && !passes_await(*n)) [[unlikely]] {
+    kept_->held.push_back(n);  // after the awaited responses
+    return;
+  }
   std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
   current_ = n;
   try {
@@ -181,6 +285,12 @@ void event_actor::dispatch(detail::message_node* n) {
     quit_.emplace(std::move(err));
   }
   current_ = nullptr;
+  if (n->skipped) [[unlikely]] {
+    n->skipped = false;
+    kept().skipped.push_back(guard.release());
+  }
+  if (!retired_.empty()) [[unlikely]]
+    retired_ = behavior{};
   if (!quit_ && !alive_without_messages()) quit();
 }
 
@@ -201,6 +311,7 @@ void event_actor::handle_system(detail::message_node& n) {
     if (it == pending_->end()) return;  // answered in time
     auto h = std::move(it->second);
     pending_->erase(it);
+    if (h && h->awaited) --kept_->awaiting;
     error e{errc::request_timeout, "no response within the request's timeout"};
     if (h) h->fail(*this, std::move(e));
   }
@@ -213,6 +324,7 @@ void event_actor::handle_response(detail::message_node& n) {
     if (it != pending_->end()) {
       auto h = std::move(it->second);
       pending_->erase(it);
+      if (h && h->awaited) --kept_->awaiting;
       if (h) h->handle(*this, n);
       return;
     }
@@ -222,6 +334,10 @@ void event_actor::handle_response(detail::message_node& n) {
 }
 
 void event_actor::handle_unexpected(detail::message_node& n) {
+  if (hooks_ && hooks_->skip_unexpected) {
+    n.skipped = true;
+    return;
+  }
   if (hooks_ && hooks_->fallback) {
     message m{n};
     hooks_->fallback(m);

@@ -33,20 +33,39 @@ namespace detail {
 class timer_task;
 struct system_access;
 
-template <class F, class... Args>
-class function_actor final : public event_actor {
+/// The `self` an actor function takes: stateful_actor<S>& if its first
+/// parameter is one, else event_actor& (also for generic lambdas).
+template <class F, class = void>
+struct self_of {
+  using type = event_actor;
+};
+template <class S>
+struct stateful_self : std::false_type {};
+template <class S>
+struct stateful_self<stateful_actor<S>&> : std::true_type {};
+template <class F>
+struct self_of<F, std::void_t<decltype(&F::operator())>> {
+  using args = typename callable_traits<F>::args;
+  using first = std::conditional_t<(std::tuple_size_v<args> > 0), std::tuple_element_t<0, args>, void>;
+  using type = std::conditional_t<stateful_self<first>::value, std::remove_reference_t<first>, event_actor>;
+};
+template <class F>
+using self_of_t = typename self_of<std::decay_t<F>>::type;
+
+template <class Self, class F, class... Args>
+class function_actor final : public Self {
  public:
   template <class G, class... Us>
   explicit function_actor(G&& f, Us&&... xs) : fun_{std::forward<G>(f)}, args_{std::forward<Us>(xs)...} {}
 
  protected:
   behavior make_behavior() override {
-    using result = decltype(std::apply(fun_, std::tuple_cat(std::tuple<event_actor&>{*this}, args_)));
+    using result = decltype(std::apply(fun_, std::tuple_cat(std::tuple<Self&>{*this}, args_)));
     if constexpr (std::is_void_v<result>) {
-      std::apply(fun_, std::tuple_cat(std::tuple<event_actor&>{*this}, std::move(args_)));
+      std::apply(fun_, std::tuple_cat(std::tuple<Self&>{*this}, std::move(args_)));
       return {};
     } else {
-      return std::apply(fun_, std::tuple_cat(std::tuple<event_actor&>{*this}, std::move(args_)));
+      return std::apply(fun_, std::tuple_cat(std::tuple<Self&>{*this}, std::move(args_)));
     }
   }
 
@@ -71,13 +90,16 @@ class actor_system {
   /// Event-based actor from a function `behavior f(event_actor&, Args...)`
   /// (or returning void and calling become()). A function returning a
   /// typed_behavior<Sigs...> yields a typed_actor<Sigs...> handle.
+  /// A function whose first parameter is stateful_actor<State>& gets an
+  /// actor with a State of its own (see stateful_actor).
   template <class F, class... Args>
-    requires std::is_invocable_v<F&, event_actor&, std::decay_t<Args>&...>
+    requires std::is_invocable_v<F&, detail::self_of_t<F>&, std::decay_t<Args>&...>
   auto spawn(F fun, Args&&... args) {
-    using result = std::invoke_result_t<F&, event_actor&, std::decay_t<Args>&...>;
-    actor a =
-        launch(construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun), std::forward<Args>(args)...),
-               false);
+    using self_type = detail::self_of_t<F>;
+    using result = std::invoke_result_t<F&, self_type&, std::decay_t<Args>&...>;
+    actor a = launch(construct<detail::function_actor<self_type, F, std::decay_t<Args>...>>(
+                         std::move(fun), std::forward<Args>(args)...),
+                     false);
     if constexpr (is_typed_behavior<result>::value) return typename result::handle_type{std::move(a)};
     else return a;
   }
@@ -94,10 +116,11 @@ class actor_system {
   /// not share a worker (a latency budget, a library call that blocks).
   /// A bad affinity string throws affinity_error.
   template <class F, class... Args>
-    requires std::is_invocable_v<F&, event_actor&, std::decay_t<Args>&...>
+    requires std::is_invocable_v<F&, detail::self_of_t<F>&, std::decay_t<Args>&...>
   actor spawn(const placement& where, F fun, Args&&... args) {
     auto cores = affinity::parse_for_machine(where.cores());  // throws before anything exists
-    auto* a = construct<detail::function_actor<F, std::decay_t<Args>...>>(std::move(fun), std::forward<Args>(args)...);
+    auto* a = construct<detail::function_actor<detail::self_of_t<F>, F, std::decay_t<Args>...>>(
+        std::move(fun), std::forward<Args>(args)...);
     return launch(a, where.own_thread_each(), cores);
   }
   template <class A, class... Args>
@@ -109,7 +132,7 @@ class actor_system {
   }
   /// spawn(placement::own_thread(), fun, args...).
   template <class F, class... Args>
-    requires std::is_invocable_v<F&, event_actor&, std::decay_t<Args>&...>
+    requires std::is_invocable_v<F&, detail::self_of_t<F>&, std::decay_t<Args>&...>
   actor spawn_detached(F fun, Args&&... args) {
     return spawn(placement::own_thread(), std::move(fun), std::forward<Args>(args)...);
   }
@@ -149,6 +172,15 @@ class actor_system {
   void send(const typed_actor<Sigs...>& dest, Ts&&... xs) {
     actor_cell::deliver(dest.address(),
                         detail::make_typed_message<typed_actor<Sigs...>>(actor{}, 0, std::forward<Ts>(xs)...));
+  }
+  /// Asks `dest` to end with `reason`, from outside any actor: an exit_msg
+  /// without a source, which an exit handler may trap; without one an error
+  /// reason ends the actor. errc::kill ends it whatever it does.
+  ///   sys.send_exit(worker, troupe::error{troupe::errc::user_shutdown, "reconfigured"});
+  void send_exit(const actor& dest, error reason) { detail::deliver_exit(actor{}, dest, std::move(reason)); }
+  template <class... Sigs>
+  void send_exit(const typed_actor<Sigs...>& dest, error reason) {
+    detail::deliver_exit(actor{}, dest.address(), std::move(reason));
   }
   template <class Rep, class Period, class... Ts>
   void delayed_send(const actor& dest, std::chrono::duration<Rep, Period> delay, Ts&&... xs) {

@@ -2,7 +2,8 @@
 //   behavior{ [](int x) { ... }, [](get_atom) { return 42; } }
 // A handler takes the message's values (by value, const&, & or &&) and may
 // return a value: it goes back to the requester (requests) or to the sender.
-// A request whose handler returns void is answered with an empty message.
+// A request whose handler returns void is answered with an empty message;
+// a handler returning troupe::skip leaves the message for a later behavior.
 // Cost: dispatch compares one pointer per handler, then one indirect call.
 // Handlers are stored once; copying a behavior shares them.
 #pragma once
@@ -19,6 +20,18 @@ namespace troupe {
 
 class actor_cell;
 class response_promise;
+
+/// Returned by a handler: "not now". The message stays with the actor, in
+/// order, and is offered again once the behavior changes (become,
+/// unbecome); a request is answered only when it is finally handled.
+/// `self.set_default_handler(troupe::skip)` keeps unexpected messages so.
+struct skip_t {};
+inline constexpr skip_t skip{};
+
+/// become(keep_behavior, b): b on top of the current behavior, which
+/// unbecome() brings back.
+struct keep_behavior_t {};
+inline constexpr keep_behavior_t keep_behavior{};
 
 namespace detail {
 

@@ -3,7 +3,12 @@
 // behavior. Spawn it from a function or lambda returning a behavior:
 //   sys.spawn([](troupe::event_actor& self) { return troupe::behavior{...}; });
 // or from a class deriving from event_actor and overriding make_behavior().
-// Requests are asynchronous: request(...).then(on_value, on_error).
+// Requests are asynchronous: request(...).then(on_value, on_error), or
+// request(...).await(...) to handle nothing else until the response is in.
+// Idioms (see docs/runtime.md): become(keep_behavior, b) / unbecome() for a
+// behavior stack, a handler returning troupe::skip to leave a message for a
+// later behavior, stateful_actor<State> for per-actor state of function
+// actors, send_exit to stop another actor with a reason.
 // Cost per message: one pool allocation, two atomic RMWs to enqueue, handler
 // lookup by pointer comparison; an idle actor costs no thread.
 #pragma once
@@ -27,6 +32,7 @@ namespace detail {
 class response_handler {
  public:
   virtual ~response_handler() = default;
+  bool awaited = false;  ///< request(...).await: the actor handles little else meanwhile
   /// `n` is the response (values or an error).
   virtual void handle(event_actor& self, message_node& n) = 0;
   virtual void fail(event_actor& self, error e) = 0;
@@ -50,12 +56,19 @@ class event_actor : public local_actor {
  public:
   class request_handle;
 
-  event_actor() = default;
+  event_actor();
   ~event_actor() override;
 
   /// Replaces the current behavior. An actor whose behavior is empty and
-  /// that awaits no response ends normally.
-  void become(behavior b) { bhvr_ = std::move(b); }
+  /// that awaits no response ends normally. Safe inside a handler (the
+  /// running handler lives until it returns). Skipped messages are offered
+  /// to the new behavior first, in the order they came.
+  void become(behavior b);
+  /// Puts `b` on top of the current behavior, which unbecome() restores.
+  void become(keep_behavior_t, behavior b);
+  /// Back to the behavior under the current one; with none under it the
+  /// behavior is empty (the actor ends unless it awaits a response).
+  void unbecome();
   /// Ends the actor after the current handler returns.
   void quit(error reason = {}) {
     if (!quit_) quit_.emplace(std::move(reason));
@@ -87,7 +100,16 @@ class event_actor : public local_actor {
   /// Messages no handler accepts. Default: counted by the system
   /// (actor_system::unexpected_messages) and requests answered with an
   /// unexpected_message error.
-  void set_default_handler(std::function<void(message&)> f) { hooks().fallback = std::move(f); }
+  void set_default_handler(std::function<void(message&)> f) {
+    hooks().fallback = std::move(f);
+    hooks().skip_unexpected = false;
+  }
+  /// set_default_handler(troupe::skip): messages no handler accepts stay,
+  /// in order, and are offered again when the behavior changes.
+  void set_default_handler(skip_t) {
+    hooks().fallback = nullptr;
+    hooks().skip_unexpected = true;
+  }
   /// Errors of requests whose then() gave no error handler. Default: the
   /// actor ends with that error.
   void set_error_handler(std::function<void(error&)> f) { hooks().on_error = std::move(f); }
@@ -110,7 +132,12 @@ class event_actor : public local_actor {
     std::function<void(down_msg&)> down;
     std::function<void(message&)> fallback;
     std::function<void(error&)> on_error;
+    bool skip_unexpected = false;
   };
+  // The behavior stack and the messages the actor keeps (skipped, or held
+  // while it awaits a response); allocated by the first idiom that needs it.
+  struct kept_state;
+  kept_state& kept();
   hook_set& hooks() {
     if (!hooks_) hooks_ = std::make_unique<hook_set>();
     return *hooks_;
@@ -122,9 +149,20 @@ class event_actor : public local_actor {
   void handle_unexpected(detail::message_node& n);
   void handle_request_error(error e);
   void register_request(std::uint64_t id, std::chrono::nanoseconds timeout);
+  void mark_awaited(std::uint64_t id);
   bool alive_without_messages() const noexcept { return !bhvr_.empty() || (pending_ && !pending_->empty()); }
+  /// While awaiting: whether `n` is handled now (awaited responses and their
+  /// timeouts, exits and kills) or held until the awaits are over.
+  bool passes_await(detail::message_node& n) const;
+  /// A handler ended or the behavior changed: the next kept message, if one
+  /// may run now, must not wait for mail (a token in the mailbox count).
+  void sync_kept(std::size_t& consumed) noexcept;
+  void behavior_changed();
+  void retire_running_behavior();
 
   behavior bhvr_;
+  behavior retired_;  // replaced while its handler ran: freed when it returns
+  std::unique_ptr<kept_state> kept_;
   std::optional<error> quit_;
   bool initialized_ = false;
   std::unique_ptr<hook_set> hooks_;
@@ -146,6 +184,20 @@ class event_actor::request_handle {
   void then(F on_value) {
     auto* self = self_;
     then(std::move(on_value), [self](error& e) { self->handle_request_error(std::move(e)); });
+  }
+  /// Like then, but until the response (or its error) is in, the actor
+  /// handles nothing else: other messages wait, in order, and run after it
+  /// (CAF's await). Several awaits may be outstanding; their responses run
+  /// as they come. Cost per held message: one deque push and pop.
+  template <class F, class G>
+  void await(F on_value, G on_error) {
+    then(std::move(on_value), std::move(on_error));
+    self_->mark_awaited(id_);
+  }
+  template <class F>
+  void await(F on_value) {
+    then(std::move(on_value));
+    self_->mark_awaited(id_);
   }
 
  private:
@@ -170,6 +222,31 @@ event_actor::request_handle event_actor::request(const typed_actor<Sigs...>& des
   deliver(dest.address(), detail::make_typed_message<typed_actor<Sigs...>>(handle(), id, std::forward<Ts>(xs)...));
   return request_handle{*this, id};
 }
+
+/// An event actor with state of its own, for actors written as functions
+/// (CAF's stateful_actor):
+///   struct tally { long total = 0; };
+///   sys.spawn([](troupe::stateful_actor<tally>& self) {
+///     return troupe::behavior{[&self](long n) { return self.state().total += n; }};
+///   });
+/// The state is value-initialised with the actor and destroyed when the actor
+/// ends, so what it holds (handles of peers, promises) is let go then, not
+/// when the last handle to the actor goes.
+template <class State>
+class stateful_actor : public event_actor {
+ public:
+  State& state() noexcept { return *state_; }
+  const State& state() const noexcept { return *state_; }
+
+ protected:
+  void on_exit() noexcept override {
+    event_actor::on_exit();
+    state_.reset();
+  }
+
+ private:
+  std::optional<State> state_{std::in_place};
+};
 
 template <class F, class G>
 void detail::then_handler<F, G>::handle(event_actor&, message_node& n) {

@@ -27,6 +27,8 @@ namespace detail {
 struct group_state;
 /// Set by actor_system::spawn while it constructs an actor object.
 actor_system*& constructing_system() noexcept;
+/// An exit_msg (a kill_msg for errc::kill) from `source` to `dest`, urgent.
+void deliver_exit(actor source, const actor& dest, error reason);
 /// Schedules delivery of `n` to `dest` after `delay` (timer thread).
 void deliver_later(actor_system& sys, const actor& dest, message_node* n, std::chrono::nanoseconds delay, priority p);
 
@@ -84,6 +86,10 @@ class local_actor : public actor_cell {
     detail::deliver_later(system(), dest, detail::make_message(handle(), 0, std::forward<Ts>(xs)...),
                           std::chrono::duration_cast<std::chrono::nanoseconds>(delay), priority::normal);
   }
+  /// Asks `dest` to end with `reason`: an exit_msg from this actor, which an
+  /// actor with an exit handler may trap; without one, an error reason ends
+  /// it (a normal one, errc::none, is ignored). errc::kill cannot be trapped.
+  void send_exit(const actor& dest, error reason);
   /// Publishes a copy to every current subscriber of `g`.
   template <class... Ts>
   void send(const group& g, Ts&&... xs);
@@ -149,6 +155,8 @@ void reply(actor_cell& self, message_node& in, R&& result) {
   using T = std::decay_t<R>;
   if constexpr (std::is_same_v<T, response_promise>) {
     return;  // answered later through the promise
+  } else if constexpr (std::is_same_v<T, skip_t>) {
+    in.skipped = true;  // the actor keeps it; answered when handled
   } else {
     if (!in.sender) return;
     std::uint64_t id = in.is_request() ? (response_bit | in.id) : 0;

@@ -57,6 +57,8 @@ struct message_node : mpsc_node {
   /// The sender is the receiver itself (a self-send): its queued message
   /// keeps it alive, so `sender` holds no reference of its own.
   bool borrowed_sender = false;
+  /// Its handler returned troupe::skip: the actor keeps it for later.
+  bool skipped = false;
 
   bool is_request() const noexcept { return id != 0 && (id & response_bit) == 0; }
   bool is_response() const noexcept { return (id & response_bit) != 0; }

@@ -101,6 +101,9 @@ class actor_cell : public detail::resumable {
   virtual void wake() noexcept = 0;
   /// Blocking actors start without the spawn token (nothing to initialise).
   void drop_spawn_token() noexcept { word_.fetch_sub(mail_one, std::memory_order_relaxed); }
+  /// Consumer only: counts one message more than the queues hold, so the
+  /// actor is not idle while it has kept messages to run; settled like any.
+  void announce_one() noexcept { word_.fetch_add(mail_one, std::memory_order_relaxed); }
 
   /// Called once when the actor ends, before links and monitors are told;
   /// frees behaviour, pending requests and other per-actor state.
