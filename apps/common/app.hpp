@@ -1,9 +1,12 @@
 // app.hpp: what the four streaming applications share: a source that replays
-// an in-memory input, the end-of-run report and the sink's output file.
+// an in-memory input, the end-of-run report, the sink's output file, and the
+// body of main() (flags, SIGINT/SIGTERM, progress line, exit status).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +16,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <troupe/troupe.hpp>
@@ -20,6 +24,18 @@
 #include "cli.hpp"
 
 namespace troupe_apps {
+
+namespace detail {
+inline std::atomic<bool> stop_flag{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag is set from a signal handler");
+}  // namespace detail
+
+/// Whether the run was asked to end early: by SIGINT or SIGTERM once
+/// main_of has installed its handlers, or by request_stop(). Sources end
+/// their stream at their next check (replay_source: within 64 tuples, or
+/// within 100 ms when paced), so the graph drains and the run reports.
+inline bool stop_requested() noexcept { return detail::stop_flag.load(std::memory_order_relaxed); }
+inline void request_stop() noexcept { detail::stop_flag.store(true, std::memory_order_relaxed); }
 
 /// What replay_source does to a tuple before sending it: nothing.
 struct no_prepare {
@@ -29,16 +45,17 @@ struct no_prepare {
 
 /// Replays `data` (parsed at load time) cyclically, stamping each tuple with
 /// its emission time: for `passes` passes, or until `duration` seconds have
-/// passed, whichever the flags ask for; at `rate` tuples per second, or at
-/// full speed. Each replica replays the whole input. `prepare(v, pass, out)`
-/// may adjust a tuple to its pass (0, 1, ...) and send markers before it.
+/// passed, whichever the flags ask for, or until stop_requested(); at `rate`
+/// tuples per second, or at full speed. Each replica replays the whole input.
+/// `prepare(v, pass, out)` may adjust a tuple to its pass (0, 1, ...) and
+/// send markers before it.
 template <class T, class Prepare = no_prepare>
 class replay_source : public troupe::stream::node<void, T> {
  public:
   static constexpr const char* kind = "source";
   replay_source(std::shared_ptr<const std::vector<T>> data, const cli& c, Prepare prepare = {})
       : data_{std::move(data)},
-        duration_ns_{static_cast<std::uint64_t>(c.duration * 1e9)},
+        duration_ns_{duration_ns(c.duration)},
         rate_{c.rate},
         passes_{c.passes},
         prepare_{std::move(prepare)} {}
@@ -47,15 +64,18 @@ class replay_source : public troupe::stream::node<void, T> {
 
   bool produce() {
     const auto n = data_->size();
-    if (passes_ != 0 && sent_ == passes_ * n) return false;
+    if (passes_ != 0 && pass_ == passes_) return false;
     if ((sent_ & 63) == 0 || rate_ > 0) {
+      if (stop_requested()) return false;
       const auto t = troupe::stream::now();
-      if (duration_ns_ != 0 && t - start_ >= duration_ns_) return false;
-      // Paced: not yet time for the next tuple; the runner comes back then.
+      const auto elapsed = t - start_;
+      if (duration_ns_ != 0 && elapsed >= duration_ns_) return false;
+      // Paced: not yet time for the next tuple; the runner comes back then,
+      // or sooner, to see a stop request or the end of the duration in time.
       if (rate_ > 0) {
-        const auto due = start_ + static_cast<std::uint64_t>(static_cast<double>(sent_) * 1e9 / rate_);
-        if (t < due) {
-          this->pause_until(due);
+        const double ahead = static_cast<double>(sent_) * 1e9 / rate_ - static_cast<double>(elapsed);
+        if (ahead > 0) {
+          this->pause_until(t + static_cast<std::uint64_t>(std::min(ahead, max_pause_ns)));
           return true;
         }
       }
@@ -73,6 +93,13 @@ class replay_source : public troupe::stream::node<void, T> {
   }
 
  private:
+  // A paced source sleeps at most this long between checks (a slow rate).
+  static constexpr double max_pause_ns = 100e6;
+  // 0: no limit; else at least 1 ns (a tiny duration still ends), at most ~570 years.
+  static std::uint64_t duration_ns(double s) {
+    if (!(s > 0)) return 0;
+    return s >= 1.8e10 ? ~std::uint64_t{0} : std::max<std::uint64_t>(1, static_cast<std::uint64_t>(s * 1e9));
+  }
   std::shared_ptr<const std::vector<T>> data_;
   std::uint64_t duration_ns_;
   double rate_;
@@ -104,7 +131,8 @@ struct run_result {
   std::uint64_t malformed = 0;  // input lines skipped at load time
   troupe::stream::latency_histogram latency;
   std::vector<std::size_t> parallelism;
-  bool report = true;  // false: nothing ran (a generator mode), print nothing
+  bool interrupted = false;  // ended early by stop_requested() (SIGINT, SIGTERM)
+  bool report = true;        // false: nothing ran (a generator mode), print nothing
 
   double source_rate() const { return elapsed_s > 0 ? static_cast<double>(source_tuples) / elapsed_s : 0; }
   double sink_rate() const { return elapsed_s > 0 ? static_cast<double>(sink_tuples) / elapsed_s : 0; }
@@ -133,8 +161,28 @@ std::shared_ptr<std::vector<T>> load(const std::vector<std::string>& lines, Pars
   return data;
 }
 
+/// While it lives, a line on stderr once a second with the tuples that left
+/// the sources and reached the sinks so far (overwritten in place: meant for
+/// a terminal); the line is cleared at the end.
+class progress_line {
+ public:
+  progress_line(std::string app, const troupe::stream::graph& g);
+  ~progress_line();
+  progress_line(const progress_line&) = delete;
+  progress_line& operator=(const progress_line&) = delete;
+
+ private:
+  std::string app_;
+  const troupe::stream::graph& graph_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 /// Runs an application's graph to its end with the flags' batch size and
-/// latency measured on every tuple, and collects its figures.
+/// latency measured on every tuple, and collects its figures (with a
+/// progress line when c.progress).
 template <class P>
 run_result run_graph(troupe::actor_system& sys, const std::string& app, P pattern, const cli& c, std::size_t operators,
                      std::uint64_t malformed) {
@@ -143,71 +191,86 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
   o.latency_sample = 1;
   const auto start = std::chrono::steady_clock::now();
   auto g = troupe::spawn_pattern(sys, std::move(pattern), o);
-  g.wait();
+  {
+    std::unique_ptr<progress_line> progress;
+    if (c.progress) progress = std::make_unique<progress_line>(app, g);
+    g.wait();
+  }
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<std::size_t> par;
   for (std::size_t i = 0; i < operators; ++i) par.push_back(c.replicas(i));
-  return collect(app, g, malformed, std::move(par), elapsed);
-}
-
-/// The --generate PATH mode of an application with a generator: writes
-/// generate(n) (n from --lines) to PATH; the result prints nothing.
-template <class Generate>
-run_result write_generated(const std::string& program, const cli& c, const char* what, Generate generate) {
-  std::size_t n = 0;
-  try {
-    n = std::stoul(c.extra.at("lines"));
-  } catch (const std::exception&) {
-    throw usage_error("--lines: expected a number, got '" + c.extra.at("lines") + "'");
-  }
-  const auto& path = c.extra.at("generate");
-  std::ofstream f{path};
-  for (auto& l : generate(n)) f << l << '\n';
-  if (!f) throw std::runtime_error("cannot write '" + path + "'");
-  std::printf("%s: wrote %zu %s to %s\n", program.c_str(), n, what, path.c_str());
-  run_result r;
-  r.report = false;
+  auto r = collect(app, g, malformed, std::move(par), elapsed);
+  r.interrupted = stop_requested();
   return r;
 }
+
+/// The largest --lines a generator accepts (the lines are built in memory).
+inline constexpr std::uint64_t max_generated_lines = 100'000'000;
+
+/// --lines as a whole number from 1 to max_generated_lines.
+std::size_t lines_flag(const cli& c);
+
+/// The --generate PATH mode: writes `lines` to PATH (an error names it and
+/// the system's reason), says so on stdout; the result prints nothing.
+run_result write_generated(const std::string& program, const std::string& path, const std::vector<std::string>& lines,
+                           const char* what);
 
 /// The actor system of an application's main(): troupe's defaults, then the
 /// TROUPE_* environment variables (a bad value ends the run with a message).
 inline troupe::config app_config() { return troupe::config{}.load_env(); }
 
 /// The body of every main(): parses the flags, runs `run(cli)`, prints and
-/// writes the results; bad flags and unreadable input end with a message and
-/// exit status 2.
+/// writes the results. Bad flags and unreadable input end with a message and
+/// exit status 2. Except in a --generate mode, SIGINT and SIGTERM stop the
+/// sources (stop_requested()): the graph drains, the summary is printed, the
+/// --json and --output files are written, and the exit status is 128 + the
+/// signal's number (130, 143); a second signal exits at once with 128 + its
+/// number, writing nothing. c.progress is set when stderr is a terminal.
 template <class Run>
 int main_of(const std::string& program, const std::vector<std::string>& operators, const std::string& default_input,
-            int argc, char** argv, Run run, const std::map<std::string, std::string>& extra = {});
-int fail(const std::string& program, const std::string& message, bool show_usage,
-         const std::vector<std::string>& operators);
+            int argc, char** argv, Run run, const std::vector<app_flag>& extra = {});
+/// Prints "program: message" on stderr (and, for a usage error, where the
+/// flags are described); returns exit status 2.
+int fail(const std::string& program, const std::string& message, bool usage_hint);
+/// Installs the SIGINT/SIGTERM handlers of main_of and sets c.progress.
+void prepare_run(const std::string& program, cli& c);
+/// 0, or 128 + the signal that stopped the run.
+int stop_status() noexcept;
+/// The --json file, opened (truncated) before the run so that a bad path is
+/// reported before the run rather than after it; null without --json.
+std::unique_ptr<std::ofstream> open_json(const std::string& path);
 
 template <class Run>
 int main_of(const std::string& program, const std::vector<std::string>& operators, const std::string& default_input,
-            int argc, char** argv, Run run, const std::map<std::string, std::string>& extra) {
+            int argc, char** argv, Run run, const std::vector<app_flag>& extra) {
   cli c;
   try {
     c = cli::parse(argc, argv, operators, default_input, extra);
   } catch (const usage_error& e) {
-    return fail(program, e.what(), true, operators);
+    return fail(program, e.what(), true);
   }
   if (c.help) {
-    std::fputs(cli::usage(program, operators).c_str(), stdout);
+    std::fputs(cli::usage(program, operators, default_input, extra).c_str(), stdout);
     return 0;
   }
   try {
+    const auto gen = c.extra.find("generate");
+    if (gen == c.extra.end() || gen->second.empty()) prepare_run(program, c);
+    auto json = open_json(c.json);
     run_result r = run(c);
     if (!r.report) return 0;
     r.print(std::cout);
-    if (!c.json.empty()) {
-      std::ofstream f{c.json};
-      f << r.to_json() << '\n';
-      if (!f) return fail(program, "cannot write " + c.json, false, operators);
+    std::cout.flush();
+    if (json) {
+      *json << r.to_json() << '\n';
+      json->close();
+      if (!*json) return fail(program, "cannot write the --json file '" + c.json + "'", false);
     }
-    return 0;
+    return stop_status();
+  } catch (const usage_error& e) {
+    return fail(program, e.what(), true);
   } catch (const std::exception& e) {
-    return fail(program, e.what(), false, operators);
+    return fail(program, e.what(), false);
   }
 }
 

@@ -1,14 +1,19 @@
-// cli.hpp: the flags every streaming application takes, parsed and checked.
-//   --duration SECONDS   run this long (default 10 unless --passes is given)
+// cli.hpp: the flags every streaming application takes, parsed and checked,
+// and the reading of its input files.
+//   --duration SECONDS   run this long (> 0; default 10 unless --passes is given)
 //   --rate N             tuples per second per source replica (0 = full speed)
 //   --parallelism a,b,.. replicas per operator, in graph order
 //   --input PATH         input file (loaded into memory, replayed cyclically)
+//   --max-line BYTES     longest input line accepted (default 1 MiB)
 //   --batch N            elements a node handles per activation
 //   --json PATH          results file
-//   --passes N           replay the input N times, then end of stream
+//   --passes N           replay the input N times (>= 1), then end of stream
 //   --output PATH        what reaches the sink, one tuple per line
 //   --help
-// A bad flag or value throws troupe_apps::usage_error naming it.
+// plus the application's own flags (app_flag). A flag's value follows it
+// (`--rate 1000`) or is joined with '=' (`--rate=1000`). A bad flag or value
+// throws troupe_apps::usage_error naming it; usage() lists every flag with its
+// default, generated from the same tables the parser uses.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +21,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace troupe_apps {
@@ -25,34 +31,66 @@ class usage_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The longest input line read_lines accepts unless told otherwise: a line
+/// is held whole in memory, so an input that is not line-structured (or one
+/// huge line) ends with an error instead of taking all the memory.
+inline constexpr std::size_t default_max_line = std::size_t{1} << 20;
+
+/// One flag of an application beyond the common ones: its name (without
+/// "--"), its default value (what the run sees when the flag is not given),
+/// the placeholder of the value in the usage text, and one line of help.
+struct app_flag {
+  std::string name;
+  std::string value;
+  std::string metavar = "VALUE";
+  std::string help;
+  app_flag(std::string flag_name, std::string default_value, std::string placeholder = "VALUE", std::string text = "")
+      : name{std::move(flag_name)},
+        value{std::move(default_value)},
+        metavar{std::move(placeholder)},
+        help{std::move(text)} {}
+};
+
 struct cli {
-  double duration = 0;  // seconds; 0 = until the passes are done
+  double duration = 0;  // seconds; 0 = until the passes are done (from the flags: never 0 with no --passes)
   double rate = 0;      // per source replica; 0 = full speed
   std::vector<std::size_t> parallelism;
   std::string input;
+  std::size_t max_line = default_max_line;
   std::size_t batch = 512;
   std::string json;
   std::uint64_t passes = 0;  // 0 = replay until the duration is over
   std::string output;
   bool help = false;
+  bool progress = false;  // a progress line on stderr once a second (main_of: when stderr is a terminal)
   std::map<std::string, std::string> extra;  // the application's own flags (without "--")
 
   /// `operators`: the names of the graph's operators, in order (for
   /// --parallelism and the usage text); `default_input`: used without --input.
-  /// `extra`: the application's own flags (name without "--", and a default).
+  /// `extra`: the application's own flags with their defaults.
   static cli parse(int argc, char** argv, const std::vector<std::string>& operators, std::string default_input,
-                   const std::map<std::string, std::string>& extra = {});
+                   const std::vector<app_flag>& extra = {});
   /// Replicas of operator i (1 when --parallelism was not given).
   std::size_t replicas(std::size_t i) const { return parallelism.empty() ? 1 : parallelism.at(i); }
-  static std::string usage(const std::string& program, const std::vector<std::string>& operators);
+  /// Every flag, common and the application's, with its default and one line.
+  static std::string usage(const std::string& program, const std::vector<std::string>& operators,
+                           const std::string& default_input = "", const std::vector<app_flag>& extra = {});
 };
 
 /// A flag's value as a finite, non-negative number; throws usage_error
 /// naming the flag (given with its "--") and the text.
 double parse_real(const std::string& flag, const std::string& text);
 
-/// The lines of a text file (without line ends); throws std::runtime_error
-/// naming the file when it cannot be read or is empty.
-std::vector<std::string> read_lines(const std::string& path);
+/// A flag's value as a whole number from `lo` to `hi`; throws usage_error
+/// naming the flag (given with its "--"), the range and the text.
+std::uint64_t parse_whole(const std::string& flag, const std::string& text, std::uint64_t lo, std::uint64_t hi);
+
+/// The lines of a text file (without line ends). Throws std::runtime_error
+/// naming the file (as "<what> '<path>'") when it cannot be read (with the
+/// system's reason), is a directory, is empty, is not text (holds a NUL
+/// byte) or has a line longer than `max_line` bytes (then with its number;
+/// memory stays bounded by the longest accepted line).
+std::vector<std::string> read_lines(const std::string& path, std::size_t max_line = default_max_line,
+                                    const std::string& what = "input file");
 
 }  // namespace troupe_apps

@@ -15,7 +15,7 @@ int model::index(const std::string& label) const {
 }
 
 model model::load(const std::string& path) {
-  auto lines = read_lines(path);
+  auto lines = read_lines(path, default_max_line, "model file");
   auto bad = [&](std::size_t line, const std::string& what) {
     return std::runtime_error("model file '" + path + "', line " + std::to_string(line) + ": " + what);
   };
@@ -125,7 +125,7 @@ struct sink : st::node<transaction, void> {
 
 outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   const auto m = model::load(c.extra.at("model"));
-  auto lines = c.input.empty() ? generate(800'000, 10'000, m) : read_lines(c.input);
+  auto lines = c.input.empty() ? generate(800'000, 10'000, m) : read_lines(c.input, c.max_line);
   std::uint64_t malformed = 0;
   auto data =
       load<transaction>(lines, [&m](const std::string& l, transaction& t) { return parse(l, m, t); }, malformed);

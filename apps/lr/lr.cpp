@@ -337,7 +337,8 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   if (c.replicas(8) != 1)
     throw usage_error("--parallelism: the sink joins the three branches and has one replica, got " +
                       std::to_string(c.replicas(8)));
-  auto lines = std::make_shared<std::vector<std::string>>(c.input.empty() ? generate(c) : read_lines(c.input));
+  auto lines =
+      std::make_shared<std::vector<std::string>>(c.input.empty() ? generate(c) : read_lines(c.input, c.max_line));
   auto in = load(*lines);
   if (in.data->empty())
     throw std::runtime_error("no valid position report in the input (" + std::to_string(in.malformed) +

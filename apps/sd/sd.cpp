@@ -116,11 +116,12 @@ double positive(const std::string& flag, const std::string& text) {
 outcome run(troupe::actor_system& sys, const cli& c) {
   moving_average avg;
   const double w = positive("window", c.extra.at("window"));
-  if (w != std::floor(w)) throw usage_error("--window: expected a whole number, got '" + c.extra.at("window") + "'");
+  if (w != std::floor(w) || w > 1e12)
+    throw usage_error("--window: expected a whole number from 1 to 1000000000000, got '" + c.extra.at("window") + "'");
   avg.mean = moving_mean{static_cast<std::size_t>(w)};
   detector det;
   det.threshold = positive("threshold", c.extra.at("threshold"));
-  auto lines = c.input.empty() ? generate(1'000'000) : read_lines(c.input);
+  auto lines = c.input.empty() ? generate(1'000'000) : read_lines(c.input, c.max_line);
   std::uint64_t malformed = 0;
   auto data = load<reading>(lines, [](const std::string& l, reading& r) { return parse(l, r); }, malformed);
   output_file out{c.output};

@@ -55,7 +55,7 @@ struct sink : st::node<count, void> {
 outcome run(troupe::actor_system& sys, const cli& c) {
   std::uint64_t malformed = 0;  // every line is valid text
   auto data = load<line>(
-      read_lines(c.input),
+      read_lines(c.input, c.max_line),
       [](const std::string& l, line& out) {
         out.text = l;
         return true;

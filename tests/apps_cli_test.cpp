@@ -1,0 +1,418 @@
+// The application binaries (troupe-wc, -fd, -sd, -lr) run as a user runs
+// them: their flags, --help, bad input files, SIGINT/SIGTERM and the progress
+// line. Each child writes stdout and stderr to files of the test's own
+// directory; every wait is bounded (a hang guard, not a timing assertion) and
+// a child still running when its test ends is killed and reaped.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// Longer than any of these runs should take on a loaded machine, shorter
+// than the 30 s runs that a signal must cut short.
+constexpr auto hang_guard = 20s;
+
+const std::map<std::string, std::string> binaries{
+    {"wc", TROUPE_WC_BIN}, {"fd", TROUPE_FD_BIN}, {"sd", TROUPE_SD_BIN}, {"lr", TROUPE_LR_BIN}};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f{path, std::ios::binary};
+  return {std::istreambuf_iterator<char>{f}, std::istreambuf_iterator<char>{}};
+}
+
+/// A running application binary; killed (SIGKILL) and reaped on destruction
+/// if it has not been waited for.
+class child {
+ public:
+  /// stdout and stderr go to `dir`/<name>.out and .err; stderr goes to
+  /// `stderr_fd` instead when it is >= 0 (a terminal).
+  child(const std::string& app, std::vector<std::string> args, const fs::path& dir, int stderr_fd = -1)
+      : out_{(dir / "child.out").string()}, err_{(dir / "child.err").string()} {
+    args.insert(args.begin(), binaries.at(app));
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (stderr_fd >= 0) posix_spawn_file_actions_adddup2(&fa, stderr_fd, 2);
+    else posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // The child starts with SIGINT and SIGTERM unblocked and at their defaults.
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &defaults);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    const int rc = posix_spawn(&pid_, argv[0], &fa, &at, argv.data(), environ);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      pid_ = -1;
+      ADD_FAILURE() << "cannot start " << argv[0] << ": " << std::strerror(rc);
+    }
+  }
+  ~child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status_, 0);
+    }
+  }
+  child(const child&) = delete;
+  child& operator=(const child&) = delete;
+
+  /// Waits for the exit, calling `pump` meanwhile; false (and the child
+  /// killed) if it has not exited within `limit`.
+  template <class Pump>
+  bool wait(std::chrono::milliseconds limit, Pump pump) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (pid_ > 0) {
+      pump();
+      const pid_t r = ::waitpid(pid_, &status_, WNOHANG);
+      if (r == pid_) {
+        pid_ = -1;
+        pump();
+        return true;
+      }
+      if (std::chrono::steady_clock::now() > until) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status_, 0);
+        pid_ = -1;
+        ADD_FAILURE() << "the child did not exit within the hang guard; killed it";
+        return false;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return true;
+  }
+  bool wait(std::chrono::milliseconds limit = hang_guard) {
+    return wait(limit, [] {});
+  }
+  /// The exit status, or -1 when it did not exit normally (killed by a signal).
+  int exit_code() const { return WIFEXITED(status_) ? WEXITSTATUS(status_) : -1; }
+  std::string out() const { return slurp(out_); }
+  std::string err() const { return slurp(err_); }
+  pid_t pid() const { return pid_; }
+
+  /// Waits (bounded) until the child catches `sig` (its handler is installed).
+  bool catches(int sig) const {
+    const auto until = std::chrono::steady_clock::now() + hang_guard;
+    while (std::chrono::steady_clock::now() < until) {
+      std::ifstream f{"/proc/" + std::to_string(pid_) + "/status"};
+      for (std::string line; std::getline(f, line);)
+        if (line.rfind("SigCgt:", 0) == 0 && (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0)
+          return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = 0;
+  std::string out_, err_;
+};
+
+/// Each test gets a fresh directory, removed at its end.
+class apps_cli_binary : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::path{::testing::TempDir()} / "troupe_apps_cli_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(dir_, ec);
+  }
+  std::string file(const std::string& name, const std::string& text) const {
+    const auto path = (dir_ / name).string();
+    std::ofstream{path, std::ios::binary} << text;
+    return path;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  /// Runs an app to its end (bounded): {exit code, stdout, stderr}.
+  struct result {
+    int code;
+    std::string out, err;
+  };
+  result run(const std::string& app, std::vector<std::string> args) const {
+    child c{app, std::move(args), dir_};
+    c.wait();
+    return {c.exit_code(), c.out(), c.err()};
+  }
+
+  fs::path dir_;
+};
+
+// A number in a JSON object of numbers: "key":value.
+double json_number(const std::string& json, const std::string& key) {
+  const auto at = json.find('"' + key + "\":");
+  if (at == std::string::npos) return -1;
+  return std::strtod(json.c_str() + at + key.size() + 3, nullptr);
+}
+
+}  // namespace
+
+TEST_F(apps_cli_binary, duration_zero_is_a_usage_error) {
+  for (auto& [app, bin] : binaries) {
+    SCOPED_TRACE(app);
+    auto r = run(app, {"--duration", "0"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--duration: must be greater than 0, got '0'"), std::string::npos) << r.err;
+    r = run(app, {"--passes", "1", "--duration", "0"});
+    EXPECT_EQ(r.code, 2);
+  }
+}
+
+TEST_F(apps_cli_binary, passes_zero_is_a_usage_error) {
+  for (auto& [app, bin] : binaries) {
+    SCOPED_TRACE(app);
+    auto r = run(app, {"--passes", "0"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--passes: must be at least 1"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(apps_cli_binary, help_lists_every_flag_with_its_default) {
+  const std::set<std::string> common{"--duration", "--rate", "--parallelism", "--input",  "--max-line",
+                                     "--batch",    "--json", "--passes",      "--output", "--help"};
+  const std::map<std::string, std::set<std::string>> own{{"wc", {}},
+                                                         {"fd", {"--model", "--generate", "--lines"}},
+                                                         {"sd", {"--window", "--threshold", "--generate", "--lines"}},
+                                                         {"lr", {"--minutes", "--xways", "--generate"}}};
+  for (auto& [app, bin] : binaries) {
+    SCOPED_TRACE(app);
+    auto r = run(app, {"--help"});
+    EXPECT_EQ(r.code, 0);
+    auto want = common;
+    want.insert(own.at(app).begin(), own.at(app).end());
+    std::set<std::string> listed;
+    std::istringstream in{r.out};
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("  --", 0) != 0) continue;
+      const auto name = line.substr(2, line.find(' ', 2) - 2);
+      listed.insert(name);
+      if (name != "--help") {
+        EXPECT_NE(line.find("(default: "), std::string::npos) << line;
+      }
+      // A description follows the flag and its value.
+      EXPECT_GT(line.size(), 30u) << line;
+    }
+    EXPECT_EQ(listed, want) << r.out;
+  }
+}
+
+TEST_F(apps_cli_binary, unknown_flag_given_last_is_named) {
+  for (auto& [app, bin] : binaries) {
+    SCOPED_TRACE(app);
+    auto r = run(app, {"--passes", "1", "--frobnicate"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("unknown flag '--frobnicate'"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("missing value"), std::string::npos) << r.err;
+  }
+  // Another application's flag is unknown too.
+  auto r = run("wc", {"--model", "x"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown flag '--model'"), std::string::npos) << r.err;
+}
+
+TEST_F(apps_cli_binary, a_value_may_be_joined_with_equals) {
+  const auto in = file("words.txt", "a b a\nc\n");
+  auto r = run("wc", {"--input=" + in, "--passes=2", "--json=" + path("r.json")});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json_number(slurp(path("r.json")), "source_tuples"), 4);
+}
+
+TEST_F(apps_cli_binary, directory_input_is_named_as_a_directory) {
+  const auto d = path("a_directory");
+  fs::create_directory(d);
+  for (auto& [app, bin] : binaries) {
+    SCOPED_TRACE(app);
+    auto r = run(app, {"--input", d, "--passes", "1"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("input file '" + d + "' is a directory"), std::string::npos) << r.err;
+  }
+  auto r = run("fd", {"--model", d, "--passes", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("model file '" + d + "' is a directory"), std::string::npos) << r.err;
+}
+
+TEST_F(apps_cli_binary, binary_input_is_rejected_naming_the_file) {
+  const std::string exe = TROUPE_WC_BIN;
+  auto r = run("wc", {"--input", exe, "--passes", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("input file '" + exe + "' is not a text file (a NUL byte on line 1)"), std::string::npos)
+      << r.err;
+  const auto nul = file("nul.txt", std::string{"one\ntwo\nthr\0ee\n", 15});
+  for (auto& [app, bin] : binaries) {
+    SCOPED_TRACE(app);
+    r = run(app, {"--input", nul, "--passes", "1"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("input file '" + nul + "' is not a text file (a NUL byte on line 3)"), std::string::npos)
+        << r.err;
+  }
+}
+
+TEST_F(apps_cli_binary, missing_and_empty_input_are_named) {
+  const auto missing = path("no_such_file.txt");
+  auto r = run("wc", {"--input", missing, "--passes", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("input file '" + missing + "': cannot read it: No such file or directory"), std::string::npos)
+      << r.err;
+  const auto empty = file("empty.txt", "");
+  r = run("sd", {"--input", empty, "--passes", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("input file '" + empty + "' is empty"), std::string::npos) << r.err;
+}
+
+TEST_F(apps_cli_binary, unreadable_input_is_named_with_the_reason) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads files whatever their permissions";
+  const auto locked = file("locked.txt", "a b\n");
+  fs::permissions(locked, fs::perms::none);
+  auto r = run("wc", {"--input", locked, "--passes", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("input file '" + locked + "': cannot read it: Permission denied"), std::string::npos) << r.err;
+}
+
+TEST_F(apps_cli_binary, an_over_long_line_is_an_error_naming_file_and_line) {
+  // 2 MiB on line 3: over the 1 MiB default.
+  const auto big = file("big.txt", "a b\nc\n" + std::string(std::size_t{2} << 20, 'x') + "\nd\n");
+  for (auto& [app, bin] : binaries) {
+    SCOPED_TRACE(app);
+    auto r = run(app, {"--input", big, "--duration", "1"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("input file '" + big + "', line 3: longer than 1048576 bytes (the --max-line limit)"),
+              std::string::npos)
+        << r.err;
+  }
+  // --max-line sets the limit; a line of exactly the limit is accepted (a
+  // CRLF line end is not counted).
+  const auto small = file("small.txt", "abcd\r\nab cd\r\nabcdef\n");
+  auto r = run("wc", {"--input", small, "--passes", "1", "--max-line", "5"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("input file '" + small + "', line 3: longer than 5 bytes (the --max-line limit)"),
+            std::string::npos)
+      << r.err;
+  r = run("wc", {"--input", small, "--passes", "1", "--max-line", "6"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = run("wc", {"--input", small, "--passes", "1", "--max-line", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--max-line: must be at least 1"), std::string::npos) << r.err;
+}
+
+TEST_F(apps_cli_binary, a_signal_drains_the_graph_prints_the_summary_and_writes_the_results) {
+  struct run_case {
+    std::string app;
+    int sig;
+    std::string rate;
+  };
+  for (auto& k : {run_case{"wc", SIGINT, "20000"}, run_case{"fd", SIGTERM, "100000"}, run_case{"sd", SIGINT, "100000"},
+                  run_case{"lr", SIGINT, "100000"}}) {
+    SCOPED_TRACE(k.app);
+    const auto json = path(k.app + ".json"), output = path(k.app + ".out");
+    fs::remove(json);
+    fs::remove(output);
+    child c{k.app, {"--duration", "30", "--rate", k.rate, "--json", json, "--output", output}, dir_};
+    ASSERT_TRUE(c.catches(k.sig));
+    // The graph runs once something has reached the --output file.
+    const auto until = std::chrono::steady_clock::now() + hang_guard;
+    while (std::chrono::steady_clock::now() < until && (!fs::exists(output) || fs::file_size(output) == 0))
+      std::this_thread::sleep_for(5ms);
+    ASSERT_GT(fs::file_size(output), 0u);
+    ::kill(c.pid(), k.sig);
+    ASSERT_TRUE(c.wait());
+    EXPECT_EQ(c.exit_code(), 128 + k.sig);
+    const auto out = c.out();
+    EXPECT_NE(out.find("latency (us):"), std::string::npos) << out;
+    EXPECT_NE(out.find(", interrupted"), std::string::npos) << out;
+    EXPECT_NE(c.err().find("interrupted: stopping the sources and draining the graph"), std::string::npos) << c.err();
+    const auto j = slurp(json);
+    EXPECT_NE(j.find("\"app\":\"" + k.app + "\""), std::string::npos) << j;
+    EXPECT_NE(j.find("\"interrupted\":true"), std::string::npos) << j;
+    EXPECT_GT(json_number(j, "source_tuples"), 0) << j;
+    EXPECT_GT(json_number(j, "sink_tuples"), 0) << j;
+    if (k.app == "wc") {
+      EXPECT_NE(slurp(output).find("# final counts\n"), std::string::npos);
+    }
+  }
+}
+
+TEST_F(apps_cli_binary, a_second_signal_exits_at_once_writing_nothing) {
+  const auto json = path("wc.json"), output = path("wc.out");
+  child c{"wc", {"--duration", "30", "--rate", "20000", "--json", json, "--output", output}, dir_};
+  ASSERT_TRUE(c.catches(SIGINT));
+  ASSERT_TRUE(c.catches(SIGTERM));
+  // Stopped, the child gets both signals before it can drain: the first
+  // starts the drain, the second ends the process in its handler.
+  ::kill(c.pid(), SIGSTOP);
+  ::kill(c.pid(), SIGINT);
+  ::kill(c.pid(), SIGTERM);
+  ::kill(c.pid(), SIGCONT);
+  ASSERT_TRUE(c.wait());
+  EXPECT_TRUE(c.exit_code() == 128 + SIGINT || c.exit_code() == 128 + SIGTERM) << c.exit_code();
+  EXPECT_EQ(c.out().find("latency"), std::string::npos) << c.out();
+  EXPECT_NE(c.err().find("interrupted again: exiting now, writing nothing"), std::string::npos) << c.err();
+  EXPECT_EQ(slurp(json), "");
+}
+
+TEST_F(apps_cli_binary, a_progress_line_only_on_a_terminal) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0) << std::strerror(errno);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  const int slave = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(slave, 0) << std::strerror(errno);
+  ::fcntl(master, F_SETFL, ::fcntl(master, F_GETFL) | O_NONBLOCK);
+  ::fcntl(master, F_SETFD, FD_CLOEXEC);
+  std::string terminal;
+  {
+    child c{"wc", {"--duration", "3", "--rate", "1000"}, dir_, slave};
+    ::close(slave);
+    c.wait(hang_guard, [&] {
+      char buf[4096];
+      for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) terminal.append(buf, static_cast<std::size_t>(n));
+    });
+    EXPECT_EQ(c.exit_code(), 0);
+  }
+  ::close(master);
+  EXPECT_NE(terminal.find("\rwc: "), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find(" s, source "), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find(" tuples, sink "), std::string::npos) << terminal;
+  // Not a terminal: nothing on stderr.
+  auto r = run("wc", {"--duration", "2", "--rate", "1000"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.err, "");
+}
