@@ -45,12 +45,11 @@ int main() {
   // A gateway answers each lookup before it looks at the next message: its
   // log is in request order whatever the backend's timing.
   auto gateway = sys.spawn([backend](troupe::stateful_actor<std::vector<int>>& self) {
-    return troupe::behavior{[&self, backend](int key) {
-                              self.request(backend, 10s, key).await([&self](int square) {
-                                self.state().push_back(square);
-                              });
-                            },
-                            [&self](result_atom) { return self.state(); }};
+    return troupe::behavior{
+        [&self, backend](int key) {
+          self.request(backend, 10s, key).await([&self](int square) { self.state().push_back(square); });
+        },
+        [&self](result_atom) { return self.state(); }};
   });
   // [/await]
 

@@ -70,8 +70,7 @@ TEST(idioms, await_holds_other_messages_until_the_response_is_in) {
     return behavior{[&me, log, server](go_atom) {
                       me.request(server, 10s, 4).await([log](int v) { log->push_back("answer " + std::to_string(v)); });
                     },
-                    [log](std::string s) { log->push_back(s); },
-                    [log](report_atom) { return *log; }};
+                    [log](std::string s) { log->push_back(s); }, [log](report_atom) { return *log; }};
   });
   sys.send(a, go_atom{});
   sys.send(a, std::string{"first"});
@@ -139,9 +138,9 @@ TEST(idioms, an_awaited_timeout_ends_the_wait) {
   auto log = std::make_shared<std::vector<std::string>>();
   auto a = sys.spawn([log, server](event_actor& me) {
     return behavior{[&me, log, server](go_atom) {
-                      me.request(server, 20ms, 1).await([](int) {}, [log](error& e) {
-                        log->push_back(std::string{troupe::to_string(e.code())});
-                      });
+                      me.request(server, 20ms, 1)
+                          .await([](int) {},
+                                 [log](error& e) { log->push_back(std::string{troupe::to_string(e.code())}); });
                     },
                     [log](std::string s) { log->push_back(s); }, [log](report_atom) { return *log; }};
   });
@@ -155,26 +154,32 @@ TEST(idioms, an_awaited_timeout_ends_the_wait) {
 
 // A bank teller: while a transaction is open, deposits are skipped; they run,
 // in the order they came, once the teller is back to its idle behavior.
+namespace {
+struct book {
+  std::vector<std::string> log;
+};
+behavior teller_idle(troupe::stateful_actor<book>& self);
+behavior teller_busy(troupe::stateful_actor<book>& self) {
+  return behavior{[](int) { return troupe::skip; },
+                  [&self](close_atom) {
+                    self.state().log.push_back("close");
+                    self.become(teller_idle(self));
+                  },
+                  [&self](report_atom) { return self.state().log; }};
+}
+behavior teller_idle(troupe::stateful_actor<book>& self) {
+  return behavior{[&self](open_atom) {
+                    self.state().log.push_back("open");
+                    self.become(teller_busy(self));
+                  },
+                  [&self](int amount) { self.state().log.push_back("deposit " + std::to_string(amount)); },
+                  [&self](report_atom) { return self.state().log; }};
+}
+}  // namespace
+
 TEST(idioms, skipped_messages_run_in_order_after_the_behavior_changes) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
-  struct book {
-    std::vector<std::string> log;
-  };
-  auto teller = sys.spawn([](troupe::stateful_actor<book>& self) {
-    auto idle = std::make_shared<behavior>();
-    *idle = behavior{[&self, idle](open_atom) {
-                       self.state().log.push_back("open");
-                       self.become(behavior{[](int) { return troupe::skip; },
-                                            [&self, idle](close_atom) {
-                                              self.state().log.push_back("close");
-                                              self.become(*idle);
-                                            },
-                                            [&self](report_atom) { return self.state().log; }});
-                     },
-                     [&self](int amount) { self.state().log.push_back("deposit " + std::to_string(amount)); },
-                     [&self](report_atom) { return self.state().log; }};
-    return *idle;
-  });
+  auto teller = sys.spawn([](troupe::stateful_actor<book>& self) { return teller_idle(self); });
   troupe::scoped_actor self{sys};
   self->send(teller, open_atom{});
   self->send(teller, 1);

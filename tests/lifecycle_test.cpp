@@ -290,7 +290,7 @@ TEST(lifecycle, send_to_an_empty_handle_is_counted) {
 
 namespace {
 // Resident memory of this process in kB (Linux), or -1.
-long resident_kb() {
+[[maybe_unused]] long resident_kb() {
   std::ifstream status{"/proc/self/status"};
   std::string line;
   while (std::getline(status, line))

@@ -124,9 +124,15 @@ void actor_cell::last_release(std::uint64_t word) noexcept {
     delete this;
     return;
   }
-  // No handle and no message: the actor can never run again.
-  add_ref();
-  terminate(error{errc::unreachable, "no handle and no message left"}, 0);
+  // No handle and no message: the actor can never run again. Close the
+  // mailbox in the same step as taking the reference that keeps the cell
+  // alive through the exit protocol: between an add_ref and terminate's
+  // close, try_add_ref (shutdown's kill_all, a registry lookup) could take a
+  // reference and enqueue, and an enqueue into the empty, still-open mailbox
+  // would schedule a cell that is freed once the protocol ends.
+  const auto prev = word_.exchange(closed_bit | ref_one, std::memory_order_acq_rel);
+  TROUPE_ASSERT(prev == 0, "M4: a cell with no handle and no message changed meanwhile");
+  finish_exit(error{errc::unreachable, "no handle and no message left"}, prev, 0);
   release();
 }
 
@@ -206,6 +212,10 @@ std::size_t actor_cell::settle(std::size_t consumed, bool& freed) noexcept {
 void actor_cell::terminate(const error& reason, std::size_t consumed) noexcept {
   auto prev = word_.fetch_or(closed_bit, std::memory_order_acq_rel);
   TROUPE_ASSERT((prev & closed_bit) == 0, "M3: an actor ended twice");
+  finish_exit(reason, prev, consumed);
+}
+
+void actor_cell::finish_exit(const error& reason, std::uint64_t prev, std::size_t consumed) noexcept {
   std::uint64_t total = (prev & mail_mask) >> 32;
   TROUPE_ASSERT(total >= consumed, "M2: more messages consumed than were announced");
   // Messages announced before the close: wait for each (a producer may be
@@ -354,7 +364,9 @@ void detail::deliver_exit(actor source, const actor& dest, error reason) {
   actor_cell::deliver(dest, make_message(std::move(source), 0, std::move(m)), priority::urgent);
 }
 
-void local_actor::send_exit(const actor& dest, error reason) { detail::deliver_exit(handle(), dest, std::move(reason)); }
+void local_actor::send_exit(const actor& dest, error reason) {
+  detail::deliver_exit(handle(), dest, std::move(reason));
+}
 
 void local_actor::join(const group& g) {
   if (!g) return;

@@ -16,7 +16,8 @@
 //   M1 the handle count never goes below zero (a release has a reference);
 //   M2 the message count never goes below zero (only announced messages are
 //      settled) and never reaches bit 63 (2^31 messages at most);
-//   M3 "closed" is set once, by terminate(), and never cleared;
+//   M3 "closed" is set once, by terminate() or by the last release of a
+//      cell that never ran again (unreachable), and never cleared;
 //   M4 the cell is freed exactly when the word reaches "closed, no handle, no
 //      message" (or zero, for a cell that never ran).
 #pragma once
@@ -139,6 +140,8 @@ class actor_cell : public detail::resumable {
   struct extras;
 
   void last_release(std::uint64_t word) noexcept;
+  /// terminate() once the mailbox is closed; `prev` is the word before.
+  void finish_exit(const error& reason, std::uint64_t prev, std::size_t consumed) noexcept;
   void notify_exit(const error& reason) noexcept;
   extras& ensure_extras();
 
