@@ -55,11 +55,11 @@ void deliver_later(actor_system& sys, const actor& dest, message_node* n, std::c
 }  // namespace detail
 
 struct event_actor::kept_state {
-  std::vector<behavior> below;                 // the behavior stack under bhvr_
-  std::deque<detail::message_node*> skipped;   // offered again on a behavior change
-  std::deque<detail::message_node*> held;      // run before the mailbox, when not awaiting
-  std::size_t awaiting = 0;                    // awaited requests still open
-  bool token = false;                          // one message announced for `held`
+  std::vector<behavior> below;                // the behavior stack under bhvr_
+  std::deque<detail::message_node*> skipped;  // offered again on a behavior change
+  std::deque<detail::message_node*> held;     // run before the mailbox, when not awaiting
+  std::size_t awaiting = 0;                   // awaited requests still open
+  bool replaying = false;                     // a dispatch below runs `held`
 
   bool ready() const noexcept { return awaiting == 0 && !held.empty(); }
 };
@@ -73,9 +73,15 @@ event_actor::kept_state& event_actor::kept() {
 }
 
 void event_actor::retire_running_behavior() {
-  // The handler that runs belongs to bhvr_: keep it alive until it returns.
-  if (current_ != nullptr && retired_.empty()) retired_ = std::move(bhvr_);
+  // The handler that runs belongs to bhvr_: keep it alive until it returns
+  // (dispatch frees it then, on its slow path: kept_ exists from here on).
+  if (current_ != nullptr && retired_.empty()) {
+    kept();
+    retired_ = std::move(bhvr_);
+  }
 }
+
+void event_actor::note_skip() { kept(); }
 
 void event_actor::become(behavior b) {
   retire_running_behavior();
@@ -127,16 +133,21 @@ bool event_actor::passes_await(detail::message_node& n) const {
   return n.holds<exit_msg>() || n.holds<detail::kill_msg>();  // down messages wait
 }
 
-void event_actor::sync_kept(std::size_t& consumed) noexcept {
+void event_actor::after_handler(detail::message_node* n, bool skipped) {
   auto& k = *kept_;
-  const bool ready = k.ready();
-  if (ready && !k.token) {
-    announce_one();  // keeps the actor from going idle with work in `held`
-    k.token = true;
-  } else if (!ready && k.token) {
-    ++consumed;
-    k.token = false;
+  if (skipped) k.skipped.push_back(n);
+  retired_ = behavior{};
+  // Messages freed by this handler (an awaited response came, the behavior
+  // changed) are older than anything still in the mailbox: they run now, in
+  // order, until one of them awaits again or the actor quits.
+  if (k.replaying) return;  // the loop below is already running them
+  k.replaying = true;
+  while (!quit_ && k.ready()) {
+    auto* m = k.held.front();
+    k.held.pop_front();
+    dispatch(m);
   }
+  k.replaying = false;
 }
 
 void event_actor::wake() noexcept {
@@ -191,24 +202,15 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         if (mailbox_size() - consumed <= soft_limit_) break;
         budget += throughput;
       }
-      detail::message_node* n;
-      if (kept_ != nullptr && kept_->ready()) [[unlikely]] {
-        n = kept_->held.front();  // consumed when it was first taken
-        kept_->held.pop_front();
-      } else {
-        n = pop();
-        if (n == nullptr) {
-          drained = true;
-          break;
-        }
-        ++consumed;
+      auto* n = pop();
+      if (n == nullptr) {
+        drained = true;
+        break;
       }
+      ++consumed;
       ++handled;
       dispatch(n);
-      if (kept_ != nullptr) [[unlikely]]
-        sync_kept(consumed);
       if (quit_) {
-        if (kept_ && std::exchange(kept_->token, false)) ++consumed;
         error reason = std::move(*quit_);
         terminate(reason, consumed);  // may free this
         return resume_result::done;
@@ -263,9 +265,11 @@ bool event_actor::wait_for_receiver() noexcept {
 }
 
 void event_actor::dispatch(detail::message_node* n) {
-  if (kept_ != nullptr && kept_->awaiting != 0 && !passes_await(*n)) [[unlikely]] {
-    kept_->held.push_back(n);  // after the awaited responses
-    return;
+  if (kept_ != nullptr && kept_->awaiting != 0) [[unlikely]] {
+    if (!passes_await(*n)) {
+      kept_->held.push_back(n);  // after the awaited responses
+      return;
+    }
   }
   std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
   current_ = n;
@@ -285,12 +289,12 @@ void event_actor::dispatch(detail::message_node* n) {
     quit_.emplace(std::move(err));
   }
   current_ = nullptr;
-  if (n->skipped) [[unlikely]] {
-    n->skipped = false;
-    kept().skipped.push_back(guard.release());
+  // Skip, await, become inside a handler and replays all create kept_: one
+  // test here is all the fast path pays for them.
+  if (kept_ != nullptr) [[unlikely]] {
+    const bool skipped = std::exchange(n->skipped, false);
+    after_handler(skipped ? guard.release() : nullptr, skipped);
   }
-  if (!retired_.empty()) [[unlikely]]
-    retired_ = behavior{};
   if (!quit_ && !alive_without_messages()) quit();
 }
 
@@ -336,6 +340,7 @@ void event_actor::handle_response(detail::message_node& n) {
 void event_actor::handle_unexpected(detail::message_node& n) {
   if (hooks_ && hooks_->skip_unexpected) {
     n.skipped = true;
+    kept();
     return;
   }
   if (hooks_ && hooks_->fallback) {

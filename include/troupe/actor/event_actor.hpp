@@ -154,9 +154,10 @@ class event_actor : public local_actor {
   /// While awaiting: whether `n` is handled now (awaited responses and their
   /// timeouts, exits and kills) or held until the awaits are over.
   bool passes_await(detail::message_node& n) const;
-  /// A handler ended or the behavior changed: the next kept message, if one
-  /// may run now, must not wait for mail (a token in the mailbox count).
-  void sync_kept(std::size_t& consumed) noexcept;
+  /// After a handler, when kept_ exists: keeps a skipped message, frees a
+  /// retired behavior, runs the held messages that may run now.
+  void after_handler(detail::message_node* n, bool skipped);
+  void note_skip() override;
   void behavior_changed();
   void retire_running_behavior();
 

@@ -157,6 +157,7 @@ void reply(actor_cell& self, message_node& in, R&& result) {
     return;  // answered later through the promise
   } else if constexpr (std::is_same_v<T, skip_t>) {
     in.skipped = true;  // the actor keeps it; answered when handled
+    self.note_skip();
   } else {
     if (!in.sender) return;
     std::uint64_t id = in.is_request() ? (response_bit | in.id) : 0;

@@ -92,6 +92,10 @@ class actor_cell : public detail::resumable {
   /// Deliver `n` to `dest`, or count it as a dead letter if dest is empty.
   static void deliver(const actor& dest, detail::message_node* n, priority p = priority::normal) noexcept;
 
+  /// A handler of this actor returned troupe::skip (the message is marked):
+  /// event actors get ready to keep it.
+  virtual void note_skip() {}
+
   /// Handle to this actor (adds a reference).
   actor handle() noexcept { return actor{this, true}; }
 
@@ -102,9 +106,6 @@ class actor_cell : public detail::resumable {
   virtual void wake() noexcept = 0;
   /// Blocking actors start without the spawn token (nothing to initialise).
   void drop_spawn_token() noexcept { word_.fetch_sub(mail_one, std::memory_order_relaxed); }
-  /// Consumer only: counts one message more than the queues hold, so the
-  /// actor is not idle while it has kept messages to run; settled like any.
-  void announce_one() noexcept { word_.fetch_add(mail_one, std::memory_order_relaxed); }
 
   /// Called once when the actor ends, before links and monitors are told;
   /// frees behaviour, pending requests and other per-actor state.
