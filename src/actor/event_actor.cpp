@@ -56,6 +56,7 @@ void deliver_later(actor_system& sys, const actor& dest, message_node* n, std::c
 
 struct event_actor::kept_state {
   std::vector<behavior> below;                // the behavior stack under bhvr_
+  behavior retired;                           // replaced while its handler ran: freed after it
   std::deque<detail::message_node*> skipped;  // offered again on a behavior change
   std::deque<detail::message_node*> held;     // run before the mailbox, when not awaiting
   std::size_t awaiting = 0;                   // awaited requests still open
@@ -75,9 +76,9 @@ event_actor::kept_state& event_actor::kept() {
 void event_actor::retire_running_behavior() {
   // The handler that runs belongs to bhvr_: keep it alive until it returns
   // (dispatch frees it then, on its slow path: kept_ exists from here on).
-  if (current_ != nullptr && retired_.empty()) {
-    kept();
-    retired_ = std::move(bhvr_);
+  if (current_ != nullptr) {
+    auto& k = kept();
+    if (k.retired.empty()) k.retired = std::move(bhvr_);
   }
 }
 
@@ -136,7 +137,7 @@ bool event_actor::passes_await(detail::message_node& n) const {
 void event_actor::after_handler(detail::message_node* n, bool skipped) {
   auto& k = *kept_;
   if (skipped) k.skipped.push_back(n);
-  retired_ = behavior{};
+  k.retired = behavior{};
   // Messages freed by this handler (an awaited response came, the behavior
   // changed) are older than anything still in the mailbox: they run now, in
   // order, until one of them awaits again or the actor quits.
@@ -162,7 +163,6 @@ void event_actor::on_exit() noexcept {
     for (auto* n : kept_->held) dead_letter(n, gone);
     kept_.reset();
   }
-  retired_ = behavior{};
   bhvr_ = behavior{};
   pending_.reset();
   hooks_.reset();

@@ -162,7 +162,6 @@ class event_actor : public local_actor {
   void retire_running_behavior();
 
   behavior bhvr_;
-  behavior retired_;  // replaced while its handler ran: freed when it returns
   std::unique_ptr<kept_state> kept_;
   std::optional<error> quit_;
   bool initialized_ = false;
