@@ -89,8 +89,8 @@ void blocking_actor::forget_request(std::uint64_t id) noexcept {
 }
 
 bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> deadline) {
-  // Handles `n`; false if its handler returned troupe::skip (then `n` is
-  // the caller's again, to keep for a later receive).
+  // Handles `n`; if its handler returned troupe::skip, gives `n` back to
+  // keep for a later receive (else nullptr).
   auto dispatch = [&](detail::message_node* n) {
     std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
     current_ = n;
@@ -106,23 +106,22 @@ bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> 
                                                 error{errc::unhandled_exception, e.what()}));
       throw;
     }
-    if (!n->skipped) return true;
+    if (!n->skipped) return static_cast<detail::message_node*>(nullptr);
     n->skipped = false;
-    (void)guard.release();
-    return false;
+    return guard.release();
   };
   for (std::size_t i = 0; i < stash_.size(); ++i) {
     auto* n = stash_[i];
     if (n->is_response() || !b.accepts(*n)) continue;
     stash_.erase(stash_.begin() + static_cast<std::ptrdiff_t>(i));
-    if (dispatch(n)) return true;
+    if (dispatch(n) == nullptr) return true;
     stash_.insert(stash_.begin() + static_cast<std::ptrdiff_t>(i), n);  // skipped: back in its place
   }
   for (;;) {
     auto* n = next_from_mailbox(deadline);
     if (n == nullptr) return false;
     if (!n->is_response() && b.accepts(*n)) {  // handlers may take down_msg / exit_msg too
-      if (dispatch(n)) return true;
+      if (dispatch(n) == nullptr) return true;
       stash_.push_back(n);  // skipped
       continue;
     }
@@ -155,10 +154,15 @@ detail::message_node* blocking_actor::await_response(std::uint64_t id, std::opti
 }
 
 bool blocking_actor::system_message(detail::message_node* n) {
-  std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
-  if (handle_system(*n)) return true;
-  guard.release();  // kept: the caller stashes it
-  return false;
+  bool done = false;
+  try {
+    done = handle_system(*n);
+  } catch (...) {
+    detail::destroy_message(n);
+    throw;
+  }
+  if (done) detail::destroy_message(n);  // else kept: the caller stashes it
+  return done;
 }
 
 void blocking_actor::finish(const error& reason) noexcept {
