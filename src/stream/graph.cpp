@@ -281,6 +281,14 @@ void graph_state::launch(std::shared_ptr<graph_state> me) {
     return;
   }
   self = std::move(me);
+  // Which runners watermarks can reach (channel.hpp): those fed by a
+  // generator, directly or through other runners. Built back to front, the
+  // runners are listed consumers first: taken in reverse, producers come
+  // first and one pass settles it (a second one checks).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = runners.rbegin(); it != runners.rend(); ++it) changed = (*it)->resolve_event_time() || changed;
+  }
   // A system that is shutting down takes no new graph: it ends at once.
   registered = system_access::register_client(*sys, this);
   if (!registered) cancelled.store(true, std::memory_order_release);

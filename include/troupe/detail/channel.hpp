@@ -34,6 +34,24 @@
 // overflow (at most the outputs of one input) and the runner stops taking
 // input until the overflow is flushed: it yields its worker instead of
 // blocking it, so a graph with more nodes than workers never deadlocks.
+//
+// Watermarks travel beside the elements, not among them (an element costs
+// nothing more for them). A channel holds, beside its ring, the producer's
+// watermark: a monotonic atomic the producer stores (release) after it has
+// published the pushes that precede it. The consumer loads it (acquire)
+// FIRST and then counts the elements its ring holds: those include every
+// element pushed before the store; the watermark applies once the consumer
+// has taken that many more (it may so apply a few elements late, never
+// early). A runner's input watermark is the minimum over its input channels
+// that have not ended (a closed and drained channel no longer holds it
+// back); it is sampled once per pass over the inputs, and only by runners
+// that some watermark can reach (runner_base::event_time_, found when the
+// graph starts): graphs without watermarks never look at it.
+//   C5 only the producer stores `watermark`, never lower than before, and
+//      only once the pushes before it are published (outlet::watermark);
+//   C6 only the consumer touches the watermark_* consumer fields; it stores
+//      `watermark_seen` (the last value it loaded) so that a producer's new
+//      watermark is input (has_input) until the consumer has loaded it.
 #pragma once
 
 #include <atomic>
@@ -98,6 +116,23 @@ class runner_base : public resumable {
   /// First activation: the graph launches every runner once (on_start).
   void start() noexcept;
 
+  /// Whether watermarks can reach this runner's input (a watermark generator
+  /// upstream); set by the graph before it starts its runners.
+  bool event_time() const noexcept { return event_time_; }
+  /// The node generates watermarks (with_watermarks, emits_watermarks).
+  virtual bool generates_watermarks() const noexcept { return false; }
+  /// Whether this runner's outputs carry watermarks (it generates them, or
+  /// watermarks reach its input).
+  bool watermarks_out() const noexcept { return event_time_ || generates_watermarks(); }
+  /// Before start: event_time() is true if any producer's outputs carry
+  /// watermarks; true if that changed it.
+  bool resolve_event_time() noexcept {
+    if (event_time_ || !fed_watermarks()) return false;
+    event_time_ = true;
+    entered_event_time();
+    return true;
+  }
+
   /// wake() at stream::now() == t (through the actor system's timer).
   void wake_at(std::uint64_t t) noexcept;
   bool dedicated() const noexcept { return settings_.dedicated; }
@@ -108,6 +143,10 @@ class runner_base : public resumable {
 
  protected:
   virtual step_result step(std::size_t budget) = 0;
+  /// Some producer of this runner's inputs has watermarks_out().
+  virtual bool fed_watermarks() const noexcept { return false; }
+  /// event_time() has become true (before start).
+  virtual void entered_event_time() noexcept {}
   /// Read-only look at the inputs (atomics only): anything to do?
   virtual bool has_input() const noexcept = 0;
   /// Clears `active`, fences and re-checks with `ready` (which may read
@@ -168,6 +207,7 @@ class runner_base : public resumable {
 
  protected:
   const runner_settings settings_;
+  bool event_time_ = false;  // immutable once the graph has started
 };
 
 /// One producer replica -> one consumer replica.
@@ -181,6 +221,16 @@ struct channel {
   std::atomic<bool> waiting{false};                     // the producer sleeps until there is room (C3)
   std::atomic<bool> drained{false};                     // the consumer has seen the end
   std::atomic<std::size_t> stuck{0};                    // reorder stages: elements it could not take yet
+  // Watermarks (see the top of this header). The producer's, stored after
+  // the pushes before it are published (C5); 0: none yet.
+  alignas(cache_line) std::atomic<std::uint64_t> watermark{0};
+  // The consumer's (C6): the last value loaded, the one it waits to apply
+  // after `watermark_after` more elements, and the one that applies.
+  alignas(cache_line) std::atomic<std::uint64_t> watermark_seen{0};
+  std::uint64_t watermark_next = 0;
+  std::size_t watermark_after = 0;
+  bool watermark_pending = false;
+  std::uint64_t watermark_in = 0;
 
   bool has_room() const noexcept { return ring.size() < ring.capacity(); }
   /// Consumer, after taking elements: wakes a producer that waits for room.
@@ -215,6 +265,13 @@ class input_side : public port<T> {
   }
 
  protected:
+  /// Some producer's outputs carry watermarks.
+  bool producers_have_watermarks() const noexcept {
+    for (auto& c : inputs_)
+      if (c->producer != nullptr && c->producer->watermarks_out()) return true;
+    return false;
+  }
+
   runner_base* owner_ = nullptr;
   std::vector<std::unique_ptr<channel<T>>> inputs_;
 };

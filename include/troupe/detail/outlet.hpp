@@ -9,6 +9,9 @@
 // is inline in emit_target::send (no call); every other case is one virtual
 // call into outlet<E, Route>, where the policy's pick() is a direct call on
 // a concrete type: no std::function, no shared counter.
+// Watermarks go beside the elements: watermark(w) publishes what was pushed,
+// then stores w in every channel (channel.hpp, C5), or, while elements are
+// parked, once flush() has pushed them.
 #pragma once
 
 #include <algorithm>
@@ -50,6 +53,10 @@ class emit_target {
   /// A copy to every channel (every replica of every branch), whatever the
   /// policy: punctuations such as watermarks.
   virtual void send_all(T&& v) = 0;
+  /// Watermark `w` after everything sent so far, on every channel (every
+  /// replica of every branch): stored once those elements are in their
+  /// channels (channel.hpp, C5). Values not above the last one are ignored.
+  virtual void watermark(std::uint64_t w) = 0;
 
   /// Elements sent since the last call.
   std::uint64_t take_sent() noexcept { return std::exchange(sent_, 0); }
@@ -197,6 +204,12 @@ class outlet final : public emit_target<E> {
     refresh_fast();
   }
 
+  void watermark(std::uint64_t w) override {
+    if (w <= watermark_) return;
+    watermark_ = w;
+    if (overflow_.empty()) store_watermark();  // else flush() stores it once the parked elements are in
+  }
+
   /// Whether send_if(v, limit) would send now.
   bool would_take(const E& v, std::size_t limit) const {
     if (!overflow_.empty()) return false;
@@ -257,6 +270,7 @@ class outlet final : public emit_target<E> {
       waiting_ = false;
       for (auto* c : chans_) c->waiting.store(false, std::memory_order_relaxed);
     }
+    if (stored_ != watermark_) store_watermark();
     refresh_fast();
     return true;
   }
@@ -338,11 +352,27 @@ class outlet final : public emit_target<E> {
     return false;
   }
   void refresh_fast() noexcept { this->fast_ = chans_.size() == 1 && overflow_.empty() ? chans_[0] : nullptr; }
+  // C5: the pushes first, then the watermark; then wake the consumers that
+  // sleep (the fence pairs with the one in their release: either they see
+  // the watermark, or we see them idle).
+  void store_watermark() noexcept {
+    publish();
+    for (auto* c : chans_) {
+      TROUPE_ASSERT(c->watermark.load(std::memory_order_relaxed) <= watermark_, "C5: a watermark went backwards");
+      c->watermark.store(watermark_, std::memory_order_release);
+    }
+    stored_ = watermark_;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (auto* c : chans_)
+      if (!c->consumer->active()) c->consumer->wake();
+  }
 
   std::vector<channel<E>*> chans_;
   std::optional<Route> route_;  // set by attach
   std::vector<std::pair<std::size_t, E>> overflow_;
-  bool waiting_ = false;  // some channel's `waiting` flag is ours to clear (C3)
+  bool waiting_ = false;         // some channel's `waiting` flag is ours to clear (C3)
+  std::uint64_t watermark_ = 0;  // the latest watermark asked for
+  std::uint64_t stored_ = 0;     // the latest one stored into the channels
 };
 
 template <class D>
@@ -378,6 +408,9 @@ class fanout_outlet final : public emit_target<E> {
     ++this->sent_;
     each_but_last([&](auto& p) { p.send_all(E{v}); });
     std::get<sizeof...(Parts) - 1>(parts_).send_all(std::move(v));
+  }
+  void watermark(std::uint64_t w) override {
+    each([w](auto& p) { p.watermark(w); });
   }
   bool would_take(const E& v, std::size_t limit) const {
     bool all = true;
@@ -476,6 +509,7 @@ class no_outlet {
   void close() noexcept {}
   std::uint64_t take_sent() noexcept { return 0; }
   void discard() noexcept {}
+  void watermark(std::uint64_t) noexcept {}
 };
 
 template <class E, class Route>

@@ -8,6 +8,14 @@
 // its channels carry tagged elements: the runner hands the node the bare
 // value and tags each output with the input's reply address and sequence
 // number (the tagger below), so nodes are written the same way everywhere.
+//
+// Watermarks (channel.hpp has the protocol): a runner that watermarks can
+// reach drains through drain_pass<true>, which samples its channels'
+// watermarks once per pass, applies each once the elements before it are
+// taken, tells the node (on_watermark) when the minimum goes up and forwards
+// it; every other runner drains through drain_pass<false>, the loop without
+// them. A node with periodic watermarks (stream::with_watermarks) emits
+// through a stamper that watches its outputs' times.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +36,7 @@
 #include "troupe/detail/tagged.hpp"
 #include "troupe/detail/tuning.hpp"
 #include "troupe/stream/node.hpp"
+#include "troupe/stream/watermark.hpp"
 
 namespace troupe::detail {
 
@@ -53,6 +62,95 @@ struct node_access {
   static void set_context(stream::node<In, Out>& n, const stream::node_context& c) noexcept {
     n.ctx_ = c;
   }
+  template <class In, class Out>
+  static void set_event_time(stream::node<In, Out>& n) noexcept {
+    n.ctx_.event_time = true;
+  }
+  template <class In, class Out>
+  static void set_watermark(stream::node<In, Out>& n, std::uint64_t w) noexcept {
+    n.watermark_ = w;
+  }
+  template <class Out>
+  static void allow_watermarks(stream::emitter<Out>& e) noexcept {
+    e.emits_watermarks_ = true;
+  }
+};
+
+/// A node that generates its own watermarks.
+template <class N>
+inline constexpr bool emits_watermarks = requires { requires N::emits_watermarks; };
+
+/// What a node with periodic watermarks (stream::with_watermarks) emits
+/// into: passes each output on and keeps the largest time; after every
+/// `every` outputs, and at a batch end `every_ms` after the last one, sends
+/// the watermark (that time - out_of_orderness).
+template <class Out, class TimeFn>
+class watermark_stamper final : public emit_target<Out> {
+ public:
+  watermark_stamper(emit_target<Out>& next, const TimeFn& time, const stream::periodic_watermarks& p)
+      : next_{&next}, time_{time}, lag_{p.out_of_orderness}, every_{p.every}, every_ns_{p.every_ms * 1'000'000} {}
+
+  void send_routed(Out&& v) override {
+    see(v);
+    next_->send(std::move(v));
+    counted();
+  }
+  bool send_if(Out& v, std::size_t limit) override {
+    const auto t = time_of(v);
+    if (!next_->send_if(v, limit)) return false;
+    max_ = std::max(max_, t);
+    counted();
+    return true;
+  }
+  void send_all(Out&& v) override {
+    see(v);
+    next_->send_all(std::move(v));
+    counted();
+  }
+  void watermark(std::uint64_t w) override { next_->watermark(w); }  // the node's own, punctuated
+
+  /// At a batch end.
+  void tick() {
+    if (every_ns_ == 0) return;
+    const auto now = stream::now();
+    if (now - last_ < every_ns_) return;
+    last_ = now;
+    emit();
+  }
+
+ private:
+  std::uint64_t time_of(const Out& v) const { return static_cast<std::uint64_t>(std::invoke(time_, v)); }
+  void see(const Out& v) { max_ = std::max(max_, time_of(v)); }
+  void counted() {
+    if (every_ != 0 && ++count_ >= every_) {
+      count_ = 0;
+      emit();
+    }
+  }
+  void emit() {
+    if (max_ > lag_) next_->watermark(max_ - lag_);
+  }
+
+  emit_target<Out>* next_;
+  TimeFn time_;
+  std::uint64_t lag_, every_, every_ns_;
+  std::uint64_t max_ = 0;    // the largest time emitted
+  std::uint64_t count_ = 0;  // outputs since the last watermark by count
+  std::uint64_t last_ = 0;   // stream::now() of the last watermark by time
+};
+
+struct no_stamper {
+  void tick() noexcept {}
+};
+
+template <class N>
+struct stamper_for {
+  using type = no_stamper;
+};
+template <class N>
+  requires requires { typename N::watermark_time_type; }
+struct stamper_for<N> {
+  using type = watermark_stamper<typename N::out_type, typename N::watermark_time_type>;
 };
 
 /// What a node in a tagged graph emits into: each output is tagged with the
@@ -110,6 +208,11 @@ class tagger final : public emit_target<Out> {
   void send_all(Out&& v) override {
     if (held_) send_held(false, copy_reply());
     out_->send_all(tagged<Out>{std::move(v), {}, reply_ != nullptr ? seq_ : outside_, false});
+  }
+  /// After the outputs so far, the one held back included.
+  void watermark(std::uint64_t w) override {
+    if (held_) send_held(false, copy_reply());
+    out_->watermark(w);
   }
 
  private:
@@ -178,6 +281,7 @@ class runner_core : public runner_base, public input_side<InE> {
   // End of a batch: counters, and wake whoever waits on us (consumers with
   // data, producers with room). Both checks follow a fence.
   void batch_done(std::uint64_t in) noexcept {
+    self().batch_end_hook();
     publish(in, sent());
     out_.sweep();
     if constexpr (!std::is_void_v<InE>) {
@@ -253,9 +357,89 @@ class runner_core : public runner_base, public input_side<InE> {
 
   std::uint64_t sent() noexcept { return out_.take_sent() - self().take_markers(); }
 
+  // ---- watermarks (event-time runners only; channel.hpp, C5 and C6)
+
+  /// Loads c's watermark; a new one applies after the elements c holds now.
+  template <class C>
+  static void sample_watermark(C& c) noexcept {
+    const auto w = c.watermark.load(std::memory_order_acquire);  // first: then the ring holds what came before it
+    c.watermark_seen.store(w, std::memory_order_relaxed);
+    if (c.watermark_pending || w <= c.watermark_in) return;
+    c.watermark_next = w;
+    c.watermark_after = c.ring.size();
+    c.watermark_pending = true;
+  }
+  /// c's pending watermark is due: it applies, and the next one is sampled.
+  template <class C>
+  static void land_watermark(C& c) noexcept {
+    do {
+      c.watermark_in = c.watermark_next;
+      c.watermark_pending = false;
+      sample_watermark(c);
+    } while (c.watermark_pending && c.watermark_after == 0);
+  }
+  /// Once per pass over the inputs: marks the channels that have ended,
+  /// samples the others, applies what is due. false: the graph is cancelled.
+  bool refresh_watermarks() noexcept {
+    if constexpr (!std::is_void_v<InE>) {
+      for (auto& c : this->inputs_) {
+        if (c->drained.load(std::memory_order_relaxed)) continue;
+        if (c->closed.load(std::memory_order_acquire) && c->ring.empty()) {
+          c->drained.store(true, std::memory_order_relaxed);  // no longer holds the minimum back
+          continue;
+        }
+        sample_watermark(*c);
+        if (c->watermark_pending && c->watermark_after == 0) land_watermark(*c);
+      }
+    }
+    return advance_watermark();
+  }
+  /// `n` elements were taken from c. false: the graph is cancelled.
+  template <class C>
+  bool took(C& c, std::size_t n) noexcept {
+    if (!c.watermark_pending) return true;
+    c.watermark_after -= std::min(n, c.watermark_after);
+    if (c.watermark_after != 0) return true;
+    land_watermark(c);
+    return advance_watermark();
+  }
+  /// The input watermark: the minimum over the channels that have not
+  /// ended; when it goes up, the runner acts on it (watermark_advanced).
+  bool advance_watermark() noexcept {
+    if constexpr (!std::is_void_v<InE>) {
+      std::uint64_t low = UINT64_MAX;
+      bool live = false;
+      for (auto& c : this->inputs_) {
+        if (c->drained.load(std::memory_order_relaxed)) continue;
+        live = true;
+        low = std::min(low, c->watermark_in);
+      }
+      if (!live || low <= in_watermark_) return true;
+      in_watermark_ = low;
+      return self().watermark_advanced(low);
+    }
+    return true;
+  }
+  /// Chunk limit: stop where c's pending watermark applies.
+  template <class C>
+  static std::size_t until_watermark(const C& c, std::size_t max) noexcept {
+    return c.watermark_pending && c.watermark_after != 0 && c.watermark_after < max ? c.watermark_after : max;
+  }
+  /// has_input's part (atomics only): a watermark the consumer has not loaded.
+  template <class C>
+  bool new_watermark(const C& c) const noexcept {
+    return this->event_time_ && !c.drained.load(std::memory_order_relaxed) &&
+           c.watermark.load(std::memory_order_acquire) != c.watermark_seen.load(std::memory_order_relaxed);
+  }
+
   bool start_hook() noexcept { return true; }
   bool stop_hook() noexcept { return true; }
+  void batch_end_hook() noexcept {}
   std::uint64_t take_markers() noexcept { return 0; }
+  bool fed_watermarks() const noexcept override {
+    if constexpr (std::is_void_v<InE>) return false;
+    else return this->producers_have_watermarks();
+  }
 
   Outlet out_;
   decltype(std::declval<const Outlet&>().blocked_on()) blocked_on_ = nullptr;
@@ -263,6 +447,7 @@ class runner_core : public runner_base, public input_side<InE> {
   unsigned blocked_polls_ = 0;  // polls since the last full batch
   phase phase_ = phase::fresh;
   std::size_t cursor_ = 0;
+  std::uint64_t in_watermark_ = 0;  // the input watermark applied so far
 };
 
 template <class N, bool Tagged, class Next>
@@ -280,17 +465,23 @@ class runner final
   static constexpr bool measures_latency = is_sink && !is_source && stream::stamped<In>;
   static_assert(!(Tagged && is_source), "a source cannot run inside an ordered farm or after an entry");
   using tagger_type = std::conditional_t<tags, tagger<Out, Outlet>, no_tagger>;
+  static constexpr bool generates = !is_sink && emits_watermarks<N>;
+  using stamper_type = typename stamper_for<N>::type;
+  static constexpr bool stamps = !std::is_same_v<stamper_type, no_stamper>;
 
  public:
   runner(graph_state& g, const N& prototype, const runner_settings& s, actor_system& sys)
       : core{g, node_name<N>(), s},
         node_{prototype},
         tag_{make_tagger()},
+        stamp_{make_stamper()},
         sample_every_{s.latency_sample == 0 ? 1 : s.latency_sample} {
     node_access::set_context(node_, stream::node_context{&sys, s.replica, s.replicas});
     if constexpr (!is_sink) {
-      if constexpr (tags) node_access::set_target(static_cast<stream::emitter<Out>&>(node_), &tag_);
-      else node_access::set_target(static_cast<stream::emitter<Out>&>(node_), &this->out_);
+      auto& out = static_cast<stream::emitter<Out>&>(node_);
+      node_access::set_target(out, &target());
+      if constexpr (stamps) node_access::set_target(out, &stamp_);
+      if constexpr (generates) node_access::allow_watermarks(out);
     }
     if constexpr (measures_latency) latency_ = std::make_unique<stream::latency_histogram>();
   }
@@ -298,6 +489,7 @@ class runner final
   void add_latency(stream::latency_histogram& h) const noexcept override {
     if (latency_) h.merge(*latency_);
   }
+  bool generates_watermarks() const noexcept override { return generates; }
 
  protected:
   step_result step(std::size_t) override {
@@ -310,16 +502,46 @@ class runner final
     if constexpr (!is_source) {
       for (auto& c : this->inputs_)
         if (!c->ring.empty() ||
-            (c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)))
+            (c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)) ||
+            this->new_watermark(*c))
           return true;
     }
     return this->cancelled();
   }
 
+  void entered_event_time() noexcept override { node_access::set_event_time(node_); }
+
  private:
   tagger_type make_tagger() noexcept {
     if constexpr (tags) return tagger_type{this->out_};
     else return {};
+  }
+  /// What the node's outputs go into (before the stamper, if any).
+  auto& target() noexcept {
+    if constexpr (tags) return static_cast<emit_target<Out>&>(tag_);
+    else return static_cast<emit_target<Out>&>(this->out_);
+  }
+  stamper_type make_stamper() noexcept {
+    if constexpr (stamps) return stamper_type{target(), node_.watermark_time(), node_.watermark_policy()};
+    else return {};
+  }
+
+  void batch_end_hook() noexcept {
+    if constexpr (stamps) {
+      try {
+        stamp_.tick();
+      } catch (...) {
+        this->fail(std::current_exception());  // out of memory while parking
+      }
+    }
+  }
+  /// The input watermark went up to w: the node hears of it (what it sends
+  /// goes first), then its outputs carry it (unless it makes its own).
+  bool watermark_advanced(std::uint64_t w) noexcept {
+    node_access::set_watermark(node_, w);
+    if (!element([&] { node_.on_watermark(w); }, nullptr)) return false;
+    if constexpr (!is_sink && !generates) this->out_.watermark(w);
+    return true;
   }
 
   bool start_hook() noexcept {
@@ -446,15 +668,32 @@ class runner final
 
   step_result drain() noexcept {
     if constexpr (!is_source) {
+      if (this->event_time_) return drain_pass<true>();
+      return drain_pass<false>();
+    }
+    return step_result::more;
+  }
+
+  /// Timed: watermarks can reach this runner (the loop is the same without).
+  template <bool Timed>
+  step_result drain_pass() noexcept {
+    if constexpr (!is_source) {
       std::uint64_t in = 0;
       auto& inputs = this->inputs_;
       const std::size_t n = inputs.size();
       for (;;) {
+        if constexpr (Timed) {
+          if (!this->refresh_watermarks()) return this->end(false);
+          if (this->out_.blocked()) return this->blocked(in);
+        }
         bool any = false;
         for (std::size_t k = 0; k < n; ++k) {
-          auto& ring = inputs[this->cursor_]->ring;
+          auto& c = *inputs[this->cursor_];
+          auto& ring = c.ring;
           bool failed = false;
-          const auto got = ring.consume(std::min(tuning::drain_chunk, this->batch_ - in), [&](InE& v) noexcept {
+          std::size_t max = std::min(tuning::drain_chunk, this->batch_ - in);
+          if constexpr (Timed) max = this->until_watermark(c, max);
+          const auto got = ring.consume(max, [&](InE& v) noexcept {
             if (!take(v)) {
               failed = true;
               return false;
@@ -464,6 +703,8 @@ class runner final
           in += got;
           if (got != 0) any = true;
           if (failed) return this->end(false);
+          if constexpr (Timed)
+            if (!this->took(c, got)) return this->end(false);
           if (this->out_.blocked()) return this->blocked(in);
           if (in == this->batch_) return this->more(in);
           if (++this->cursor_ == n) this->cursor_ = 0;
@@ -490,6 +731,7 @@ class runner final
 
   N node_;
   tagger_type tag_;
+  stamper_type stamp_;
   std::uint64_t markers_seen_ = 0;
   std::size_t sample_every_;
   std::size_t sampled_ = 0;
@@ -526,14 +768,26 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
       if (!empty && c->stuck.load(std::memory_order_relaxed) == 0) return true;
       if (empty && c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed))
         return true;
+      if (this->new_watermark(*c)) return true;
     }
     return this->cancelled();
   }
 
  private:
+  /// Every replica's watermark applies once the elements before it have been
+  /// taken from its channel, so what leaves after the minimum is not older.
+  bool watermark_advanced(std::uint64_t w) noexcept {
+    this->out_.watermark(w);
+    return true;
+  }
+
   step_result drain() noexcept {
     std::uint64_t in = 0;
     for (;;) {
+      if (this->event_time_) {
+        if (!this->refresh_watermarks()) return this->end(false);
+        if (this->out_.blocked()) return this->blocked(in);
+      }
       bool any = false;
       for (auto& c : this->inputs_) {
         auto& ring = c->ring;
@@ -548,6 +802,7 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
           ring.pop();
           ++in;
           any = true;
+          if (this->event_time_ && !this->took(*c, 1)) return this->end(false);
           if (this->out_.blocked() || in >= this->batch_) break;
         }
         c->stuck.store(stuck ? 1 : 0, std::memory_order_relaxed);

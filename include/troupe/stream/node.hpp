@@ -18,6 +18,13 @@
 // From on_start on, a node knows replica_index(), replica_count() and the
 // actor system it runs on (system()).
 //
+// Watermarks (event time; stream/watermark.hpp): a node whose input carries
+// them (event_time()) sees its input watermark in watermark() and may define
+// on_watermark(w), called when it advances; its outputs carry the same
+// watermark, after what it emitted until then. A node that declares
+// `static constexpr bool emits_watermarks = true;` generates its own with
+// emit_watermark(t) instead.
+//
 // Lambda forms, for operators without state beyond a callable:
 //   stream::source([i = 0]() mutable -> std::optional<int> { ... })  // nullopt ends
 //   stream::map([](int x) { return x * 2; })
@@ -32,6 +39,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -69,11 +77,23 @@ class emitter {
   /// `t` (a paced source); on the pool its worker runs other work meanwhile,
   /// and a timer brings it back.
   void pause_until(std::uint64_t t) noexcept { resume_at_ = t; }
+  /// Punctuated watermark: every element this node sends from now on has a
+  /// time of at least `t` (stream/watermark.hpp); a value not above the last
+  /// one is ignored. Only for nodes that declare
+  /// `static constexpr bool emits_watermarks = true;` (else std::logic_error).
+  void emit_watermark(std::uint64_t t) {
+    if (!emits_watermarks_)
+      throw std::logic_error{
+          "troupe stream: emit_watermark() from a node that does not declare "
+          "`static constexpr bool emits_watermarks = true;`"};
+    out_->watermark(t);
+  }
 
  private:
   friend struct troupe::detail::node_access;
   troupe::detail::emit_target<Out>* out_ = nullptr;
   std::uint64_t resume_at_ = 0;
+  bool emits_watermarks_ = false;
 };
 template <>
 class emitter<void> {};
@@ -83,6 +103,7 @@ struct node_context {
   actor_system* system = nullptr;
   std::size_t replica = 0;   ///< index among its stage's replicas
   std::size_t replicas = 1;  ///< replicas of its stage
+  bool event_time = false;   ///< watermarks reach its input (a stage before it generates them)
 };
 
 /// Base of every stream operator. In = void: a source; Out = void: a sink.
@@ -95,16 +116,27 @@ class node : public emitter<Out> {
 
   void on_start() {}
   void on_stop() {}
+  /// Optional: the input watermark has advanced to `w` (every element still
+  /// to come has a time of at least w); what it sends goes before the
+  /// watermark. Called between elements, never with a lower value.
+  void on_watermark(std::uint64_t /*w*/) {}
 
   /// Which replica of its stage this node is (0 .. replica_count() - 1).
   std::size_t replica_index() const noexcept { return ctx_.replica; }
   std::size_t replica_count() const noexcept { return ctx_.replicas; }
   /// The actor system the graph runs on (to send to actors, run a map, ...).
   actor_system& system() const noexcept { return *ctx_.system; }
+  /// Whether watermarks reach this node's input: a stage before it generates
+  /// them (known from on_start on).
+  bool event_time() const noexcept { return ctx_.event_time; }
+  /// The input watermark: the minimum over the input channels that have not
+  /// ended of the watermark each carries (0: none yet).
+  std::uint64_t watermark() const noexcept { return watermark_; }
 
  private:
   friend struct troupe::detail::node_access;
   node_context ctx_;
+  std::uint64_t watermark_ = 0;
 };
 
 namespace detail {

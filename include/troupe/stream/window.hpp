@@ -17,15 +17,37 @@
 // time window fires when an element of the same key at or after its end
 // arrives. At the end of the stream the windows still open fire with what
 // they hold (for count windows end - start < size tells them apart).
+// Empty windows never fire: a window fires only if it holds an element
+// (time windows skip the gaps of a key's times; count windows are never
+// empty).
 // Time windows need each key's times not to decrease: an element older than
 // its key's previous element is dropped and counted (late() of the node
 // given to the pattern: replicas share the count).
+//
+// Event time (stream/watermark.hpp). When a stage before a time window
+// generates watermarks, the window works by them instead: a key's elements
+// may come in any order; the watermark w closes the windows of EVERY key
+// whose end (+ allowed_lateness(L)) is at or before w, and an element is late
+// when every window that would hold it has closed (tumbling: when w has
+// reached its window's end + L); later elements join their windows.
+// Late elements are dropped and counted in late() in both modes, and go to
+// the side output if one is set:
+//   st::time_window<reading>(&reading::sensor, &reading::time, 60'000, 60'000, f)
+//       .allowed_lateness(5'000)                          // close 5 s after the end
+//       .on_late([](reading& r) { ... })                  // or .late_to(actor): st::late_element<reading>
+// on_late runs on the window replica's thread (replicas call it in
+// parallel). Without watermarks in the graph allowed_lateness does nothing
+// and windows close per key as above.
+//
 // Put a window in a farm routed by the same key to run keys in parallel.
 // Cost: whole-window forms keep each key's elements of its open windows in a
-// contiguous buffer; incremental forms keep one accumulator per open window
-// (size / slide of them) and update each per element.
+// contiguous buffer (by time: an element out of order is inserted in its
+// place); incremental forms keep one accumulator per open window (size /
+// slide of them) and update each per element. A watermark that closes
+// windows visits every key that has an open window.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +62,7 @@
 #include <vector>
 
 #include "troupe/stream/node.hpp"
+#include "troupe/stream/watermark.hpp"
 
 namespace troupe::stream {
 
@@ -74,6 +97,10 @@ template <class T>
 class window_buffer {
  public:
   void push(T v) { items_.push_back(std::move(v)); }
+  /// Before position i (event time: an element out of order).
+  void insert(std::size_t i, T v) {
+    items_.insert(items_.begin() + static_cast<std::ptrdiff_t>(head_ + i), std::move(v));
+  }
   std::size_t size() const noexcept { return items_.size() - head_; }
   bool empty() const noexcept { return size() == 0; }
   const T& operator[](std::size_t i) const noexcept { return items_[head_ + i]; }
@@ -95,16 +122,13 @@ class window_buffer {
   std::size_t head_ = 0;
 };
 
-/// A key's time order: times must not decrease; an older element is
-/// counted in `late` (shared by the replicas of a node) and refused.
+/// A key's time order (without watermarks): times must not decrease; an
+/// older element is refused (and counted late).
 struct key_clock {
   bool seen = false;
   std::uint64_t last = 0;  // time of the key's latest element
-  bool admit(std::uint64_t t, std::atomic<std::uint64_t>& late) noexcept {
-    if (seen && t < last) {
-      late.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
+  bool admit(std::uint64_t t) noexcept {
+    if (seen && t < last) return false;
     seen = true;
     last = t;
     return true;
@@ -225,10 +249,15 @@ inline std::uint64_t first_window_containing(std::uint64_t t, std::uint64_t size
 
 namespace detail {
 /// What both time-window nodes share: the key and time functions, the
-/// window shape, each key's state (with its key_clock) and the count of late
-/// elements. Derived::add(key, state, time, element) takes an admitted
-/// element; Derived::flush(key, state) fires what a key still holds at the
-/// end of the stream.
+/// window shape, each key's state (with its key_clock), the count of late
+/// elements and their side output. Without watermarks,
+/// Derived::add(key, state, time, element) takes an element in its key's
+/// time order and Derived::flush(key, state) fires what a key still holds at
+/// the end of the stream. With watermarks (event time),
+/// Derived::place(key, state, time, element) takes an element that has an
+/// open window, Derived::close(key, state, from, upto) fires the key's
+/// windows below index `upto` (those below `from` are closed already), and
+/// Derived::idle(state) says the key holds nothing.
 template <class Derived, class T, class KeyFn, class TimeFn, class State, class Out>
 class time_window_base : public node<T, Out> {
  public:
@@ -236,34 +265,108 @@ class time_window_base : public node<T, Out> {
 
   void consume(T& x) {
     Key k = std::invoke(key_, std::as_const(x));
-    const auto t = static_cast<std::uint64_t>(std::invoke(time_, std::as_const(x)));
+    const auto t = time_of(x);
+    if (this->event_time()) {
+      const std::uint64_t last = t / slide_;                         // the last window that can hold t
+      if (first_window_containing(t, size_, slide_) > last) return;  // between hopping windows
+      if (last < closed_) return refuse(x);                          // its windows have all closed
+      self().place(k, keys_[k], t, x);
+      return;
+    }
     auto& s = keys_[k];
-    if (s.clock.admit(t, *late_)) static_cast<Derived&>(*this).add(k, s, t, x);
+    if (s.clock.admit(t)) self().add(k, s, t, x);
+    else refuse(x);
+  }
+
+  /// Event time: closes the windows of every key that end (+ the allowed
+  /// lateness) at or before w.
+  void on_watermark(std::uint64_t w) {
+    const std::uint64_t upto = closed_below(w);
+    if (upto <= closed_) return;
+    // If a window function throws, the keys not visited yet close on the next
+    // watermark (those visited have nothing left below `upto`).
+    for (auto it = keys_.begin(); it != keys_.end();) {
+      self().close(it->first, it->second, closed_, upto);
+      if (self().idle(it->second)) it = keys_.erase(it);
+      else ++it;
+    }
+    closed_ = upto;
   }
 
   void on_stop() {
-    for (auto& [k, s] : keys_) static_cast<Derived&>(*this).flush(k, s);
+    for (auto& [k, s] : keys_) {
+      if (this->event_time()) self().close(k, s, closed_, UINT64_MAX);
+      else self().flush(k, s);
+    }
     keys_.clear();
   }
 
-  /// Elements dropped for arriving out of time order, over every replica
-  /// (ask the node object that was given to the pattern).
+  /// Elements dropped as late, over every replica (ask the node object that
+  /// was given to the pattern): out of their key's time order, or (event
+  /// time) after the watermark had closed their windows.
   std::uint64_t late() const noexcept { return late_->load(std::memory_order_relaxed); }
 
- protected:
+  /// Event time: windows close when the watermark reaches their end + l
+  /// (elements up to l behind the watermark still join them).
+  Derived& allowed_lateness(std::uint64_t l) & {
+    lateness_ = l;
+    return self();
+  }
+  Derived&& allowed_lateness(std::uint64_t l) && { return std::move(allowed_lateness(l)); }
+  /// Late elements go to f(T&) (on the replica's thread) as well as being counted.
+  template <class F>
+    requires std::is_invocable_v<F&, T&>
+  Derived& on_late(F f) & {
+    late_to_ = [f = std::move(f)](T& x, std::uint64_t) mutable { std::invoke(f, x); };
+    return self();
+  }
+  template <class F>
+    requires std::is_invocable_v<F&, T&>
+  Derived&& on_late(F f) && {
+    return std::move(on_late(std::move(f)));
+  }
+  /// Late elements go to actor `a` as stream::late_element<T> messages.
+  Derived& late_to(actor a) & {
+    late_to_ = [a = std::move(a)](T& x, std::uint64_t w) {
+      actor_cell::deliver(a, troupe::detail::make_message(actor{}, 0, late_element<T>{std::move(x), w}));
+    };
+    return self();
+  }
+  Derived&& late_to(actor a) && { return std::move(late_to(std::move(a))); }
+
+ private:
+  friend Derived;  // only the node it is the base of constructs it
   time_window_base(KeyFn key, TimeFn time, std::uint64_t size, std::uint64_t slide)
       : key_{std::move(key)}, time_{std::move(time)}, size_{size}, slide_{slide} {
     check_window(size, slide);
   }
+
+ protected:
   std::uint64_t time_of(const T& x) const { return static_cast<std::uint64_t>(std::invoke(time_, x)); }
+  /// Event time: the first window index still open at watermark w (window k
+  /// closes when w >= k * slide + size + lateness).
+  std::uint64_t closed_below(std::uint64_t w) const noexcept {
+    if (lateness_ > UINT64_MAX - size_) return 0;
+    const std::uint64_t span = size_ + lateness_;
+    return w < span ? 0 : (w - span) / slide_ + 1;
+  }
 
   KeyFn key_;
   TimeFn time_;
   std::uint64_t size_, slide_;
+  std::uint64_t lateness_ = 0;
+  std::uint64_t closed_ = 0;  // event time: windows below this index have closed
 
  private:
+  Derived& self() noexcept { return static_cast<Derived&>(*this); }
+  void refuse(T& x) {
+    late_->fetch_add(1, std::memory_order_relaxed);
+    if (late_to_) late_to_(x, this->watermark());
+  }
+
   std::unordered_map<Key, State> keys_;
   std::shared_ptr<std::atomic<std::uint64_t>> late_ = std::make_shared<std::atomic<std::uint64_t>>(0);
+  std::function<void(T&, std::uint64_t)> late_to_;
 };
 
 template <class T>
@@ -311,6 +414,29 @@ class time_window_node
   void flush(const Key& k, state& s) {
     while (!s.buf.empty()) fire_oldest(k, s);
   }
+
+  // Event time: the buffer stays sorted by time.
+  void place(const Key&, state& s, std::uint64_t t, T& x) {
+    if (s.buf.empty() || this->time_of(s.buf[s.buf.size() - 1]) <= t) return s.buf.push(std::move(x));
+    std::size_t lo = 0, hi = s.buf.size();  // the first element later than t
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (this->time_of(s.buf[mid]) <= t) lo = mid + 1;
+      else hi = mid;
+    }
+    s.buf.insert(lo, std::move(x));
+  }
+  void close(const Key& k, state& s, std::uint64_t from, std::uint64_t upto) {
+    for (std::uint64_t next = from; !s.buf.empty();) {
+      const std::uint64_t w =
+          std::max(next, detail::first_window_containing(this->time_of(s.buf[0]), this->size_, this->slide_));
+      if (w >= upto) break;
+      s.window = w;
+      next = w + 1;
+      fire_oldest(k, s);  // drops the elements that no later window holds
+    }
+  }
+  static bool idle(const state& s) noexcept { return s.buf.empty(); }
 
   // Fires window `s.window` if it holds anything, then moves to the next one.
   void fire_oldest(const Key& k, state& s) {
@@ -371,6 +497,24 @@ class time_window_incremental_node
   void flush(const Key& k, state& s) {
     while (!s.open.empty()) emit_front(k, s);
   }
+
+  // Event time: the element joins its open windows (opened as needed; the
+  // deque stays sorted by window).
+  void place(const Key&, state& s, std::uint64_t t, T& x) {
+    const std::uint64_t lo = std::max(detail::first_window_containing(t, this->size_, this->slide_), this->closed_);
+    const std::uint64_t hi = t / this->slide_;
+    auto it =
+        std::lower_bound(s.open.begin(), s.open.end(), lo, [](const auto& o, std::uint64_t w) { return o.first < w; });
+    for (std::uint64_t w = lo; w <= hi; ++w, ++it) {
+      if (it == s.open.end() || it->first != w) it = s.open.emplace(it, w, init_);
+      std::invoke(add_, it->second, std::as_const(x));
+    }
+  }
+  void close(const Key& k, state& s, std::uint64_t, std::uint64_t upto) {
+    while (!s.open.empty() && s.open.front().first < upto) emit_front(k, s);
+  }
+  static bool idle(const state& s) noexcept { return s.open.empty(); }
+
   void emit_front(const Key& k, state& s) {
     auto& [w, acc] = s.open.front();
     this->send_next(window_result<Key, R>{k, w * this->slide_, w * this->slide_ + this->size_, std::move(acc)});
