@@ -143,15 +143,21 @@ class typed_behavior {
   template <class Sig, class... Fs>
   static constexpr bool handled = detail::handler_for<typename detail::signature<Sig>::args, Fs...>() < sizeof...(Fs);
 
+  /// The handler of Sig returns what Sig says (true when it has none: that
+  /// is reported as a missing handler).
   template <class Sig, class... Fs>
   static constexpr bool result_ok() {
-    using R = typename detail::signature<Sig>::result;
-    using F = detail::nth_type<detail::handler_for<typename detail::signature<Sig>::args, Fs...>(), Fs...>;
-    using got = typename detail::callable_traits<F>::result;
-    return std::is_void_v<R> ? std::is_void_v<got> : std::is_convertible_v<got, R>;
+    constexpr auto i = detail::handler_for<typename detail::signature<Sig>::args, Fs...>();
+    if constexpr (i >= sizeof...(Fs)) {
+      return true;
+    } else {
+      using R = typename detail::signature<Sig>::result;
+      using got = typename detail::callable_traits<detail::nth_type<i, Fs...>>::result;
+      return std::is_void_v<R> ? std::is_void_v<got> : std::is_convertible_v<got, R>;
+    }
   }
 
-  /// Index of the first of Ts for which Pred is false (sizeof...(Ts) if none).
+  /// Index of the first false of Ok (sizeof...(Ok) if none).
   template <bool... Ok>
   static constexpr std::size_t first_false() {
     std::size_t i = 0, found = sizeof...(Ok);
@@ -159,29 +165,32 @@ class typed_behavior {
     return found;
   }
 
-  /// Instantiates the diagnostic of the first broken rule (exactly one
-  /// compile error); true if no rule is broken.
+  // The first broken rule, as indices (sizeof... when none is broken).
   template <class... Fs>
-  static constexpr bool check() {
-    constexpr auto missing = first_false<handled<Sigs, Fs...>...>();
-    constexpr auto extra =
-        first_false<detail::in_interface<typename detail::callable_traits<Fs>::decayed, Sigs...>...>();
-    if constexpr (missing < sizeof...(Sigs)) {
-      (void)sizeof(detail::no_handler_for<detail::nth_type<missing, Sigs...>>);
-      return false;
-    } else if constexpr (extra < sizeof...(Fs)) {
-      using F = detail::nth_type<extra, Fs...>;
+  static constexpr auto missing = first_false<handled<Sigs, Fs...>...>();
+  template <class... Fs>
+  static constexpr auto extra =
+      first_false<detail::in_interface<typename detail::callable_traits<Fs>::decayed, Sigs...>...>();
+  template <class... Fs>
+  static constexpr auto wrong = first_false<result_ok<Sigs, Fs...>()...>();
+  template <class... Fs>
+  static constexpr bool well_formed =
+      missing<Fs...> == sizeof...(Sigs) && extra<Fs...> == sizeof...(Fs) && wrong<Fs...> == sizeof...(Sigs);
+
+  /// Instantiates the diagnostic of the first broken rule: exactly one
+  /// compile error (the values above stay constant expressions, so nothing
+  /// else fails after it).
+  template <class... Fs>
+  static void report() {
+    if constexpr (missing<Fs...> < sizeof...(Sigs)) {
+      (void)sizeof(detail::no_handler_for<detail::nth_type<missing<Fs...>, Sigs...>>);
+    } else if constexpr (extra<Fs...> < sizeof...(Fs)) {
+      using F = detail::nth_type<extra<Fs...>, Fs...>;
       (void)sizeof(detail::handler_outside_interface<typename detail::callable_traits<F>::decayed>);
-      return false;
-    } else {
-      constexpr auto wrong = first_false<result_ok<Sigs, Fs...>()...>();
-      if constexpr (wrong < sizeof...(Sigs)) {
-        using Sig = detail::nth_type<wrong, Sigs...>;
-        using F = detail::nth_type<detail::handler_for<typename detail::signature<Sig>::args, Fs...>(), Fs...>;
-        (void)sizeof(detail::handler_result_mismatch<Sig, typename detail::callable_traits<F>::result>);
-        return false;
-      }
-      return true;
+    } else if constexpr (wrong<Fs...> < sizeof...(Sigs)) {
+      using Sig = detail::nth_type<wrong<Fs...>, Sigs...>;
+      using F = detail::nth_type<detail::handler_for<typename detail::signature<Sig>::args, Fs...>(), Fs...>;
+      (void)sizeof(detail::handler_result_mismatch<Sig, typename detail::callable_traits<F>::result>);
     }
   }
 
@@ -191,7 +200,8 @@ class typed_behavior {
   }
   template <class... Fs>
   static behavior make(std::tuple<Fs...> fs) {
-    if constexpr (check<Fs...>()) return behavior{pick<Sigs>(fs)...};
+    report<Fs...>();
+    if constexpr (well_formed<Fs...>) return behavior{pick<Sigs>(fs)...};
     else return behavior{};
   }
 
