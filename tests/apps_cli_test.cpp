@@ -124,13 +124,16 @@ class child {
   std::string err() const { return slurp(err_); }
   pid_t pid() const { return pid_; }
 
-  /// Waits (bounded) until the child catches `sig` (its handler is installed).
+  /// Waits (bounded) until the child takes `sig` itself: a handler is
+  /// installed, or its main thread blocks it (for the thread that waits for
+  /// it with sigwait; a signal sent from then on stays pending until taken).
   bool catches(int sig) const {
     const auto until = std::chrono::steady_clock::now() + hang_guard;
     while (std::chrono::steady_clock::now() < until) {
       std::ifstream f{"/proc/" + std::to_string(pid_) + "/status"};
       for (std::string line; std::getline(f, line);)
-        if (line.rfind("SigCgt:", 0) == 0 && (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0)
+        if ((line.rfind("SigCgt:", 0) == 0 || line.rfind("SigBlk:", 0) == 0) &&
+            (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0)
           return true;
       std::this_thread::sleep_for(5ms);
     }
@@ -371,6 +374,12 @@ TEST_F(apps_cli_binary, a_signal_drains_the_graph_prints_the_summary_and_writes_
 }
 
 TEST_F(apps_cli_binary, a_second_signal_exits_at_once_writing_nothing) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer defers a handler until its thread next enters an
+  // intercepted call, so two signals sent together are not handled
+  // together: the drain of the first may finish before the second is seen.
+  GTEST_SKIP() << "signal handlers run deferred under ThreadSanitizer";
+#endif
   const auto json = path("wc.json"), output = path("wc.out");
   child c{"wc", {"--duration", "30", "--rate", "20000", "--json", json, "--output", output}, dir_};
   ASSERT_TRUE(c.catches(SIGINT));

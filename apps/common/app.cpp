@@ -9,7 +9,9 @@
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
+#include <pthread.h>
 #include <unistd.h>
 
 namespace troupe_apps {
@@ -115,7 +117,12 @@ std::unique_ptr<std::ofstream> open_json(const std::string& path) {
 // The handler only touches lock-free atomics and calls write(2) and _exit(2),
 // which are async-signal-safe. The first signal sets the stop flag (the
 // sources see it and end their streams); a second one, of either kind, ends
-// the process at once.
+// the process at once. SIGINT and SIGTERM are blocked in every thread but one
+// that only waits for them in pause(): the mask is set before the actor
+// system starts its threads, which inherit it. So the handlers always run on
+// that thread, and promptly under ThreadSanitizer too, which runs a handler
+// only when its thread enters an intercepted call (a worker spinning, or the
+// main thread waiting in a raw futex for the graph, never does).
 
 namespace {
 
@@ -174,6 +181,16 @@ void prepare_run(const std::string& program, cli& c) {
   for (int sig : {SIGINT, SIGTERM})
     if (::sigaction(sig, &sa, nullptr) != 0)
       throw std::runtime_error(std::string{"cannot install a signal handler: "} + std::strerror(errno));
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if (const int e = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); e != 0)
+    throw std::runtime_error(std::string{"cannot block SIGINT and SIGTERM: "} + std::strerror(e));
+  std::thread{[set] {
+    (void)::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    for (;;) ::pause();  // the handlers run here
+  }}.detach();
 }
 
 int stop_status() noexcept {
