@@ -124,16 +124,13 @@ class child {
   std::string err() const { return slurp(err_); }
   pid_t pid() const { return pid_; }
 
-  /// Waits (bounded) until the child takes `sig` itself: a handler is
-  /// installed, or its main thread blocks it (for the thread that waits for
-  /// it with sigwait; a signal sent from then on stays pending until taken).
+  /// Waits (bounded) until the child catches `sig` (its handler is installed).
   bool catches(int sig) const {
     const auto until = std::chrono::steady_clock::now() + hang_guard;
     while (std::chrono::steady_clock::now() < until) {
       std::ifstream f{"/proc/" + std::to_string(pid_) + "/status"};
       for (std::string line; std::getline(f, line);)
-        if ((line.rfind("SigCgt:", 0) == 0 || line.rfind("SigBlk:", 0) == 0) &&
-            (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0)
+        if (line.rfind("SigCgt:", 0) == 0 && (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0)
           return true;
       std::this_thread::sleep_for(5ms);
     }

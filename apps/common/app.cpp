@@ -172,19 +172,17 @@ void prepare_run(const std::string& program, cli& c) {
                                             ": interrupted: stopping the sources and draining the graph (a second "
                                             "signal exits at once)\n");
   second_length = compose(second_message, clear + program + ": interrupted again: exiting now, writing nothing\n");
-  struct sigaction sa{};
-  sa.sa_handler = on_signal;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, SIGINT);
-  sigaddset(&sa.sa_mask, SIGTERM);
-  for (int sig : {SIGINT, SIGTERM})
-    if (::sigaction(sig, &sa, nullptr) != 0)
-      throw std::runtime_error(std::string{"cannot install a signal handler: "} + std::strerror(errno));
-  sigset_t set;
+  sigset_t set;  // the two signals: masked in the handler, blocked outside the waiting thread
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART;
+  sa.sa_mask = set;
+  for (int sig : {SIGINT, SIGTERM})
+    if (::sigaction(sig, &sa, nullptr) != 0)
+      throw std::runtime_error(std::string{"cannot install a signal handler: "} + std::strerror(errno));
   if (const int e = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); e != 0)
     throw std::runtime_error(std::string{"cannot block SIGINT and SIGTERM: "} + std::strerror(e));
   std::thread{[set] {

@@ -91,7 +91,7 @@ void blocking_actor::forget_request(std::uint64_t id) noexcept {
 bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> deadline) {
   // Handles `n`; if its handler returned troupe::skip, gives `n` back to
   // keep for a later receive (else nullptr).
-  auto dispatch = [&](detail::message_node* n) {
+  auto dispatch = [&](detail::message_node* n) -> detail::message_node* {
     std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
     current_ = n;
     struct reset {
@@ -106,7 +106,7 @@ bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> 
                                                 error{errc::unhandled_exception, e.what()}));
       throw;
     }
-    if (!n->skipped) return static_cast<detail::message_node*>(nullptr);
+    if (!n->skipped) return nullptr;
     n->skipped = false;
     return guard.release();
   };
