@@ -189,6 +189,7 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
   troupe::stream::options o;
   o.batch = c.batch;
   o.latency_sample = 1;
+  if (c.on_run_start) c.on_run_start();
   const auto start = std::chrono::steady_clock::now();
   auto g = troupe::spawn_pattern(sys, std::move(pattern), o);
   {
@@ -197,6 +198,7 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
     g.wait();
   }
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (c.on_run_end) c.on_run_end();
   std::vector<std::size_t> par;
   for (std::size_t i = 0; i < operators; ++i) par.push_back(c.replicas(i));
   auto r = collect(app, g, malformed, std::move(par), elapsed);

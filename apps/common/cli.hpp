@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -64,6 +65,9 @@ struct cli {
   bool help = false;
   bool progress = false;  // a progress line on stderr once a second (main_of: when stderr is a terminal)
   std::map<std::string, std::string> extra;  // the application's own flags (without "--")
+  /// Called right before the graph starts and right after it has ended (the
+  /// timed run): a profiler or a benchmark marks its measured region there.
+  std::function<void()> on_run_start, on_run_end;
 
   /// `operators`: the names of the graph's operators, in order (for
   /// --parallelism and the usage text); `default_input`: used without --input.

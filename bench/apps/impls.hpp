@@ -261,6 +261,7 @@ struct outcome {
     s.add("latency_p50_us", p50_us, "us");
     s.add("latency_p95_us", p95_us, "us");
     s.add("sink_tuples", static_cast<double>(sink_tuples), "tuples", true);
+    s.add("source_tuples", static_cast<double>(source_tuples), "tuples", true);
     s.add("drain_s", elapsed_s - seconds, "s");
     return s;
   }

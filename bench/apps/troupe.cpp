@@ -5,6 +5,7 @@
 #include "impls.hpp"
 
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "fd/fd.hpp"
@@ -68,6 +69,10 @@ bench::apps::outcome bench::apps::troupe_outcome(const params& p) {
   c.passes = o.passes;
   c.rate = o.rate;
   c.parallelism.assign(app.operators, o.replicas);
+  // The measured region (for --instructions) is the app's own timed run.
+  std::optional<bench::stopwatch> region;
+  c.on_run_start = [&region] { region.emplace(); };
+  c.on_run_end = [&region] { (void)region->seconds(); };
   troupe::actor_system sys{troupe::config{.workers = o.workers}};
   run_result r;
   switch (app.id) {

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -23,7 +24,75 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define TROUPE_BENCH_CALLGRIND 1
+#else
+#define TROUPE_BENCH_CALLGRIND 0
+#endif
+
 namespace bench {
+
+// -- instruction counting -----------------------------------------------------
+
+namespace {
+
+/// The environment variable through which the outer harness tells the one it
+/// runs under callgrind where callgrind writes its files.
+constexpr const char* callgrind_dir_env = "TROUPE_BENCH_CALLGRIND_DIR";
+
+/// Set in a child process that counts instructions.
+bool counting = false;
+bool region_open = false;
+bool region_dumped = false;
+
+void zero_counters() {
+#if TROUPE_BENCH_CALLGRIND
+  CALLGRIND_ZERO_STATS;
+#endif
+}
+
+void dump_counters() {
+#if TROUPE_BENCH_CALLGRIND
+  CALLGRIND_DUMP_STATS_AT("measured region");
+#endif
+}
+
+bool on_valgrind() {
+#if TROUPE_BENCH_CALLGRIND
+  return RUNNING_ON_VALGRIND != 0;
+#else
+  return false;
+#endif
+}
+
+/// The instructions of this process's one dump (callgrind names it
+/// <dir>/cg.<pid>.1 and writes it before the client request returns).
+double read_dumped_instructions() {
+  const char* dir = std::getenv(callgrind_dir_env);
+  std::string path = std::string{dir != nullptr ? dir : "."} + "/cg." + std::to_string(::getpid()) + ".1";
+  std::ifstream in{path};
+  if (!in) throw std::runtime_error("instruction count: cannot read callgrind's dump " + path);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("summary:", 0) == 0) return std::strtod(line.c_str() + 8, nullptr);
+  throw std::runtime_error("instruction count: no 'summary:' line in " + path);
+}
+
+}  // namespace
+
+void detail::region_begin() {
+  if (!counting || region_dumped) return;
+  zero_counters();
+  region_open = true;
+}
+
+void detail::region_end() {
+  if (!counting || !region_open) return;
+  dump_counters();
+  region_open = false;
+  region_dumped = true;
+}
 
 // -- params -------------------------------------------------------------------
 
@@ -84,6 +153,7 @@ namespace {
 struct options {
   int runs = 0;  // 0: spec default
   bool full = false;
+  bool instructions = false;
   bool quiet = false;
   double timeout_s = 0;  // 0: spec default
   std::vector<std::string> impls;
@@ -237,12 +307,14 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 void print_usage(const spec& s, const char* argv0) {
   std::printf(
-      "usage: %s [--runs N] [--full] [--impl a,b] [--variant a,b] "
+      "usage: %s [--runs N] [--full | --instructions] [--impl a,b] [--variant a,b] "
       "[--json PATH] [--quiet] [--timeout S]\n"
       "  %s: %s\n"
       "  --runs N     runs per implementation and variant (default %d, --full "
-      "%d)\n"
+      "%d, --instructions 1)\n"
       "  --full       full-size parameters (default: quick parameters)\n"
+      "  --instructions  count instructions under valgrind's callgrind (small\n"
+      "               one-worker parameters; the measured region of every thread)\n"
       "  --impl a,b   only these implementations (available:",
       argv0, s.name.c_str(), s.description.c_str(), s.default_runs, s.full_runs);
   for (auto& i : s.impls) std::printf(" %s", i.name.c_str());
@@ -318,11 +390,25 @@ bool deserialize(const std::string& text, sample& s) {
   return true;
 }
 
+/// Runs the implementation; when counting, adds the figure "instructions":
+/// those of the measured region, or of the whole call if it had none.
+sample run_impl(const impl& im, const params& p) {
+  if (!counting) return im.run(p);
+  zero_counters();
+  sample s = im.run(p);
+  if (!region_dumped) {
+    dump_counters();
+    region_dumped = true;
+  }
+  s.add("instructions", read_dumped_instructions(), "instr");
+  return s;
+}
+
 [[noreturn]] void child_main(int fd, const impl& im, const params& p) {
   std::string out;
   int code = 0;
   try {
-    out = serialize(im.run(p));
+    out = serialize(run_impl(im, p));
   } catch (const not_available& e) {
     out = std::string{"NA "} + e.what();
     code = 3;
@@ -569,6 +655,68 @@ struct table {
 
 }  // namespace
 
+// -- --instructions -----------------------------------------------------------
+
+metric instruction_metric(const instruction_counting& ic) {
+  return metric{"instructions_per_" + ic.item, "instr/" + ic.item, false,
+                [ic](const sample& s, const params& p) -> double {
+                  auto it = s.extra.find("instructions");
+                  if (it == s.extra.end()) return NAN;
+                  if (ic.count_figure.empty()) return it->second.value / ic.count(p);
+                  auto n = s.extra.find(ic.count_figure);
+                  return n == s.extra.end() ? NAN : it->second.value / n->second.value;
+                }};
+}
+
+void remove_dir(const std::string& dir) {
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") ::unlink((dir + "/" + name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(dir.c_str());
+}
+
+/// Runs this program again, with the same arguments, under callgrind, with
+/// its files in a fresh directory that is removed afterwards.
+int run_under_callgrind(int argc, char** argv, const spec& s) {
+  char dir[] = "/tmp/troupe-bench-callgrind.XXXXXX";
+  if (::mkdtemp(dir) == nullptr) {
+    std::fprintf(stderr, "%s: --instructions: cannot create a directory in /tmp: %s\n", s.name.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+  std::vector<std::string> args{"valgrind", "--tool=callgrind", "-q",
+                                std::string{"--callgrind-out-file="} + dir + "/cg.%p"};
+  for (int i = 0; i < argc; ++i) args.emplace_back(argv[i]);
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv(callgrind_dir_env, dir, 1);
+    ::execvp(cargs[0], cargs.data());
+    std::fprintf(stderr, "%s: --instructions: cannot run valgrind (scripts/setup installs it): %s\n", s.name.c_str(),
+                 std::strerror(errno));
+    ::_exit(127);
+  }
+  int status = 0;
+  int rc = 2;
+  if (pid < 0) {
+    std::fprintf(stderr, "%s: fork failed: %s\n", s.name.c_str(), std::strerror(errno));
+  } else {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  }
+  remove_dir(dir);
+  return rc;
+}
+
 // -- run_main -----------------------------------------------------------------
 
 int run_main(int argc, char** argv, const spec& s) {
@@ -590,6 +738,8 @@ int run_main(int argc, char** argv, const spec& s) {
       }
     } else if (a == "--full") {
       opt.full = true;
+    } else if (a == "--instructions") {
+      opt.instructions = true;
     } else if (a == "--quick") {
       opt.full = false;
     } else if (a == "--impl") {
@@ -629,9 +779,26 @@ int run_main(int argc, char** argv, const spec& s) {
   for (auto& im : s.impls)
     if (opt.impls.empty() || std::find(opt.impls.begin(), opt.impls.end(), im.name) != opt.impls.end())
       selected.push_back(&im);
-  int runs = opt.runs > 0 ? opt.runs : (opt.full ? s.full_runs : s.default_runs);
-  double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : s.timeout_s;
-  auto variants = s.variants(opt.full);
+  if (opt.instructions) {
+    if (!s.instructions) {
+      std::fprintf(stderr, "%s: --instructions: this benchmark defines no instruction variants\n", s.name.c_str());
+      return 2;
+    }
+    if (!on_valgrind()) return run_under_callgrind(argc, argv, s);
+    if (std::getenv(callgrind_dir_env) == nullptr) {
+      std::fprintf(stderr,
+                   "%s: --instructions under valgrind needs %s (run it without valgrind: it starts callgrind)\n",
+                   s.name.c_str(), callgrind_dir_env);
+      return 2;
+    }
+    counting = true;
+  }
+  // The figure: instructions per item under --instructions (deterministic,
+  // so one run is the default), else the benchmark's own.
+  const metric primary = opt.instructions ? instruction_metric(*s.instructions) : s.primary;
+  int runs = opt.runs > 0 ? opt.runs : (opt.instructions ? 1 : opt.full ? s.full_runs : s.default_runs);
+  double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : opt.instructions ? 50 * s.timeout_s : s.timeout_s;
+  auto variants = opt.instructions ? s.instructions->variants() : s.variants(opt.full);
   if (!opt.variants.empty()) {
     // --variant NAME: the variant labelled NAME (split_commas drops spaces,
     // so they are not compared), or those whose label's first word is NAME.
@@ -657,7 +824,7 @@ int run_main(int argc, char** argv, const spec& s) {
 
   json_context ctx;
   ctx.bench = s.name;
-  ctx.mode = opt.full ? "full" : "quick";
+  ctx.mode = opt.instructions ? "instructions" : opt.full ? "full" : "quick";
   ctx.machine = machine_description();
   ctx.cores = std::thread::hardware_concurrency();
   ctx.runs_requested = runs;
@@ -694,12 +861,12 @@ int run_main(int argc, char** argv, const spec& s) {
         switch (res.kind) {
           case outcome::ok: {
             if (!opt.quiet) {
-              double fig = s.primary.compute(res.s, v.p);
+              double fig = primary.compute(res.s, v.p);
               std::fprintf(stderr,
                            "[%s | %s] run %d/%d %-8s %s %s  (wall %.3f s, "
                            "user %.2f s, sys %.2f s, rss %.1f MiB)\n",
                            s.name.c_str(), v.label.c_str(), r, runs, c.im->name.c_str(), human(fig).c_str(),
-                           s.primary.unit.c_str(), res.s.wall_s, res.user_s, res.sys_s, res.peak_rss_kb / 1024.0);
+                           primary.unit.c_str(), res.s.wall_s, res.user_s, res.sys_s, res.peak_rss_kb / 1024.0);
             }
             c.ok.push_back(std::move(res));
             break;
@@ -726,19 +893,19 @@ int run_main(int argc, char** argv, const spec& s) {
       ctx.timestamp = utc_timestamp();
       for (auto& c : row) {
         if (c.ok.empty()) {
-          std::fprintf(json, "%s\n", json_status_line(ctx, v, c, s.primary).c_str());
+          std::fprintf(json, "%s\n", json_status_line(ctx, v, c, primary).c_str());
           continue;
         }
         std::vector<double> xs;
-        for (auto& r : c.ok) xs.push_back(s.primary.compute(r.s, v.p));
+        for (auto& r : c.ok) xs.push_back(primary.compute(r.s, v.p));
         std::fprintf(
             json, "%s\n",
-            json_metric_line(ctx, v, c, s.primary.name, s.primary.unit, s.primary.higher_is_better, make_stats(xs))
-                .c_str());
-        // Extra figures, in name order.
+            json_metric_line(ctx, v, c, primary.name, primary.unit, primary.higher_is_better, make_stats(xs)).c_str());
+        // Extra figures, in name order (under --instructions only the total).
         std::map<std::string, figure> kinds;
         for (auto& r : c.ok)
-          for (auto& [name, f] : r.s.extra) kinds.emplace(name, f);
+          for (auto& [name, f] : r.s.extra)
+            if (!opt.instructions || name == "instructions") kinds.emplace(name, f);
         for (auto& [name, f] : kinds) {
           std::vector<double> ys;
           for (auto& r : c.ok) {
@@ -758,7 +925,7 @@ int run_main(int argc, char** argv, const spec& s) {
   std::printf("\n== %s: %s (%s mode, %d run(s), %u cores) ==\n", s.name.c_str(), s.description.c_str(),
               ctx.mode.c_str(), runs, ctx.cores);
   table t;
-  t.add({"variant", "impl", s.primary.name + " [" + s.primary.unit + "]", "min", "max", "vs troupe", "user s", "sys s",
+  t.add({"variant", "impl", primary.name + " [" + primary.unit + "]", "min", "max", "vs troupe", "user s", "sys s",
          "peak RSS MiB", "ok", "note"});
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     auto& v = variants[vi];
@@ -767,7 +934,7 @@ int run_main(int argc, char** argv, const spec& s) {
     for (auto& c : cells[vi]) {
       if (c.im->name == "troupe" && !c.ok.empty()) {
         std::vector<double> xs;
-        for (auto& r : c.ok) xs.push_back(s.primary.compute(r.s, v.p));
+        for (auto& r : c.ok) xs.push_back(primary.compute(r.s, v.p));
         troupe_med = median(xs);
       }
     }
@@ -782,11 +949,11 @@ int run_main(int argc, char** argv, const spec& s) {
         continue;
       }
       std::vector<double> xs;
-      for (auto& r : c.ok) xs.push_back(s.primary.compute(r.s, v.p));
+      for (auto& r : c.ok) xs.push_back(primary.compute(r.s, v.p));
       auto st = make_stats(xs);
       std::string ratio = "-";
       if (std::isfinite(troupe_med) && c.im->name != "troupe" && st.med > 0 && troupe_med > 0) {
-        double q = s.primary.higher_is_better ? troupe_med / st.med : st.med / troupe_med;
+        double q = primary.higher_is_better ? troupe_med / st.med : st.med / troupe_med;
         ratio = fixed(q, 2) + "x";
       }
       t.add({v.label, c.im->name, human(st.med), human(st.lo), human(st.hi), ratio,

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -79,12 +80,28 @@ class params {
   std::vector<std::pair<std::string, std::int64_t>> kv_;
 };
 
-/// Measures the wall-clock time of the region an implementation times.
+namespace detail {
+/// Under --instructions, the measured region's bounds: the stopwatch's start
+/// zeroes callgrind's counters, the first seconds() after it dumps them (every
+/// thread of the process). Outside --instructions they only test a flag.
+void region_begin();
+void region_end();
+}  // namespace detail
+
+/// Measures the wall-clock time of the region an implementation times (and,
+/// under --instructions, the instructions executed in it by every thread).
 class stopwatch {
  public:
-  stopwatch() : t0_(std::chrono::steady_clock::now()) {}
-  void restart() { t0_ = std::chrono::steady_clock::now(); }
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+  stopwatch() : t0_(std::chrono::steady_clock::now()) { detail::region_begin(); }
+  void restart() {
+    detail::region_begin();
+    t0_ = std::chrono::steady_clock::now();
+  }
+  double seconds() const {
+    auto t = std::chrono::steady_clock::now();
+    detail::region_end();
+    return std::chrono::duration<double>(t - t0_).count();
+  }
 
  private:
   std::chrono::steady_clock::time_point t0_;
@@ -120,6 +137,17 @@ struct variant {
   params p;
 };
 
+/// What --instructions counts: small parameter sets (one worker, so that the
+/// count does not depend on how valgrind interleaves threads) and the unit.
+struct instruction_counting {
+  std::function<std::vector<variant>()> variants;
+  std::string item;  // e.g. "msg": the figure is "instructions_per_msg"
+  std::function<double(const params&)> count;
+  /// When set, the item count is this extra figure of the sample instead
+  /// (e.g. the tuples a time- or pass-bound run delivered).
+  std::string count_figure = {};
+};
+
 struct spec {
   std::string name;         // "ping_pong" -> JSON field "bench"
   std::string description;  // one line for the human table
@@ -130,11 +158,18 @@ struct spec {
   int default_runs = 5;
   int full_runs = 5;
   double timeout_s = 120;  // per child process; --timeout overrides
+  /// Set by benchmarks that support --instructions.
+  std::optional<instruction_counting> instructions;
 };
 
-/// Parses the command line (--runs N, --full, --impl a,b, --variant a,b,
-/// --json PATH, --quiet, --timeout S, --help), runs everything and prints the
-/// table.
+/// Parses the command line (--runs N, --full, --instructions, --impl a,b,
+/// --variant a,b, --json PATH, --quiet, --timeout S, --help), runs everything
+/// and prints the table.
+///
+/// --instructions runs the harness again under `valgrind --tool=callgrind`
+/// with the spec's instruction variants; each child counts the instructions
+/// of its measured region (see stopwatch; the whole implementation call when
+/// it never starts a stopwatch) and the figure is instructions per item.
 /// Returns the process exit status: 0 when every run succeeded or was
 /// skipped as not available, 1 on any failure, 2 on bad usage.
 int run_main(int argc, char** argv, const spec& s);

@@ -5,8 +5,8 @@ int main(int argc, char** argv) {
   s.name = "farm_pipeline";
   s.description = "Source -> farm(4) -> farm(4, by key) -> Sink, ~80 ns of work per farm (or none), tuples/s";
   s.impls = {{"troupe", bench::run_troupe}, {"troupe_router", bench::run_troupe_router}, {"caf", bench::run_caf}};
-  s.primary = bench::rate_metric("tuples_per_s", "tuples/s",
-                                 [](const bench::params& p) { return static_cast<double>(p.get("tuples")); });
+  auto tuples = [](const bench::params& p) { return static_cast<double>(p.get("tuples")); };
+  s.primary = bench::rate_metric("tuples_per_s", "tuples/s", tuples);
   s.variants = [](bool full) {
     return std::vector<bench::variant>{
         {"2 farms of 4, 2 workers",
@@ -17,5 +17,11 @@ int main(int argc, char** argv) {
          {{"tuples", full ? 20'000'000 : 5'000'000}, {"workers", 2}, {"replicas", 4}, {"spin", 0}}}};
   };
   s.default_runs = 3;
+  s.instructions = bench::instruction_counting{
+      [] {
+        return std::vector<bench::variant>{
+            {"no work, 2 farms of 4, 1 worker", {{"tuples", 200'000}, {"workers", 1}, {"replicas", 4}, {"spin", 0}}}};
+      },
+      "tuple", tuples};
   return bench::run_main(argc, argv, s);
 }

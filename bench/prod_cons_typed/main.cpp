@@ -8,12 +8,14 @@ int main(int argc, char** argv) {
              {"troupe_pool", bench::run_troupe_pool},
              {"raw_queue", bench::run_raw_queue},
              {"rwq", bench::run_rwq}};
-  s.primary = bench::ns_per_item_metric("ns_per_item", "ns/item",
-                                        [](const bench::params& p) { return static_cast<double>(p.get("items")); });
+  auto items = [](const bench::params& p) { return static_cast<double>(p.get("items")); };
+  s.primary = bench::ns_per_item_metric("ns_per_item", "ns/item", items);
   s.variants = [](bool full) {
     return std::vector<bench::variant>{
         {"1 channel of 1024", {{"items", full ? 20'000'000 : 5'000'000}, {"workers", 2}}}};
   };
   s.default_runs = 3;
+  s.instructions = bench::instruction_counting{
+      [] { return std::vector<bench::variant>{{"1 worker", {{"items", 500'000}, {"workers", 1}}}}; }, "item", items};
   return bench::run_main(argc, argv, s);
 }

@@ -13,5 +13,14 @@ int main(int argc, char** argv) {
                     {{"leaves", 1'000'000}, {"arity", 10}, {"workers", w}}});
     return vs;
   };
+  // Every actor of the tree: leaves + leaves / arity + ... + 1.
+  auto actors = [](const bench::params& p) {
+    double n = 0;
+    for (std::int64_t level = p.get("leaves"); level >= 1; level /= p.get("arity")) n += static_cast<double>(level);
+    return n;
+  };
+  s.instructions = bench::instruction_counting{
+      [] { return std::vector<bench::variant>{{"1 worker", {{"leaves", 100'000}, {"arity", 10}, {"workers", 1}}}}; },
+      "actor", actors};
   return bench::run_main(argc, argv, s);
 }
