@@ -70,6 +70,7 @@ struct release_cache {
   actor_cell* cell[release_slots];
   std::uint32_t count[release_slots];
   unsigned victim;
+  std::uint32_t activations;  // since the last flush
   bool enabled;
 };
 thread_local release_cache releases{};
@@ -101,8 +102,13 @@ void release_sender(actor_cell* c) noexcept {
 
 void flush_deferred() noexcept {
   auto& rc = releases;
+  rc.activations = 0;
   for (int i = 0; i < release_slots; ++i)
     if (auto* c = std::exchange(rc.cell[i], nullptr)) c->release_n(std::exchange(rc.count[i], 0));
+}
+
+void after_activation() noexcept {
+  if (++releases.activations >= tuning::release_flush_every) flush_deferred();
 }
 
 void defer_on_this_thread(bool on) noexcept {

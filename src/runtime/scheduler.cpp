@@ -63,7 +63,10 @@ bool help_one() noexcept {
   if (w == nullptr) return false;
   resumable* r = w->find_work();
   if (r == nullptr) r = w->steal_any();
-  if (r == nullptr) return false;
+  if (r == nullptr) {
+    flush_deferred();  // the joiner is about to wait
+    return false;
+  }
   w->run_one(r);
   return true;
 }
@@ -193,6 +196,9 @@ resumable* worker::find_work() noexcept {
 
 resumable* worker::search() noexcept {
   auto& s = *sched_;
+  // Out of work: give back the references held for batching (an actor whose
+  // last handle is among them can then end as unreachable).
+  flush_deferred();
   for (;;) {
     for (std::uint32_t round = 0; round < spin_budget_; ++round) {
       if (s.stop_.load(std::memory_order_acquire)) return nullptr;
@@ -247,7 +253,7 @@ resumable* worker::steal_any() noexcept {
 
 void worker::run_one(resumable* r) noexcept {
   auto result = r->resume(sched_->throughput_);
-  flush_deferred();
+  after_activation();
   if (result == resume_result::again) push_local(r);
   activations_.store(activations_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }

@@ -14,9 +14,12 @@ enum class resume_result {
 };
 
 /// Per-thread deferred work of the layers above (batched reference count
-/// releases): workers enable it for their thread and flush after each resume.
+/// releases): workers enable it for their thread, call after_activation()
+/// after each resume (it flushes every tuning::release_flush_every calls) and
+/// flush_deferred() whenever they run out of work.
 void defer_on_this_thread(bool on) noexcept;
 void flush_deferred() noexcept;
+void after_activation() noexcept;
 
 /// true on a scheduler worker thread (of any actor_system).
 bool on_worker_thread() noexcept;
