@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
+#include "troupe/detail/key_table.hpp"
 #include "troupe/troupe.hpp"
 
 namespace st = troupe::stream;
@@ -149,5 +151,42 @@ TEST(window, every_form_matches_the_reference_on_random_input) {
     auto by_time = reference(in, size, slide, true);
     EXPECT_EQ(run(in, st::time_window<reading>(sensor, time_of, size, slide, whole), 3), by_time);
     EXPECT_EQ(run(in, st::time_window_incremental<reading>(sensor, time_of, size, slide, 0L, add), 3), by_time);
+  }
+}
+
+// The windows' keyed state: inserts, lookups and erases against std::unordered_map,
+// with keys that collide in std::hash's low bits and enough of them to grow.
+TEST(window, key_table_matches_unordered_map) {
+  troupe::detail::key_table<std::uint64_t, int> table;
+  std::unordered_map<std::uint64_t, int> want;
+  std::mt19937 rng{7};
+  auto key = [&] { return static_cast<std::uint64_t>(rng() % 5000) << 12; };
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20000; ++i) {
+      const auto k = key();
+      if (rng() % 4 == 0) {
+        auto* e = table.find(k, table.hash(k));
+        EXPECT_EQ(e != nullptr, want.count(k) == 1);
+        if (e != nullptr) {
+          table.erase_at(static_cast<std::size_t>(e - &table[0]));
+          want.erase(k);
+        }
+      } else {
+        ++table.find_or_insert(k, table.hash(k), [] { return 0; }).value;
+        ++want[k];
+      }
+    }
+    ASSERT_EQ(table.size(), want.size());
+    for (auto& e : table) EXPECT_EQ(want.at(e.key), e.value);
+    for (auto& [k, n] : want) {
+      auto* e = table.find(k, table.hash(k));
+      ASSERT_NE(e, nullptr);
+      EXPECT_EQ(e->value, n);
+    }
+    if (round == 1) {
+      table.clear();  // keeps its memory; refilled by the last round
+      want.clear();
+      EXPECT_EQ(table.find(1, table.hash(1)), nullptr);
+    }
   }
 }

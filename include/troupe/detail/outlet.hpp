@@ -228,14 +228,14 @@ class outlet final : public emit_target<E> {
 
   /// Blocked: the channel to re-check after release (null: any channel).
   channel<E>* blocked_on() const noexcept {
-    const auto i = overflow_.front().first;
+    const auto i = overflow_[parked_from_].first;
     return i != any_channel ? chans_[i] : nullptr;
   }
   /// Blocked: asks the consumer(s) of the oldest parked element to wake the
   /// producer when they make room; returns blocked_on().
   channel<E>* wait_for_room() noexcept {
     waiting_ = true;
-    const auto i = overflow_.front().first;
+    const auto i = overflow_[parked_from_].first;
     if (i != any_channel) {
       chans_[i]->waiting.store(true, std::memory_order_relaxed);
       return chans_[i];
@@ -251,7 +251,7 @@ class outlet final : public emit_target<E> {
 
   /// Moves parked elements into their channels; true when none is left.
   bool flush() {
-    std::size_t done = 0;
+    std::size_t done = parked_from_;
     for (; done < overflow_.size(); ++done) {
       auto& [i, v] = overflow_[done];
       if (i != any_channel) {
@@ -264,8 +264,18 @@ class outlet final : public emit_target<E> {
         if (!ok) break;
       }
     }
-    overflow_.erase(overflow_.begin(), overflow_.begin() + static_cast<std::ptrdiff_t>(done));
-    if (!overflow_.empty()) return false;
+    if (done < overflow_.size()) {
+      // What is sent stays until most of the buffer is: a burst (a window
+      // firing thousands of results) is not moved up once per flush.
+      parked_from_ = done;
+      if (done * 2 > overflow_.size()) {
+        overflow_.erase(overflow_.begin(), overflow_.begin() + static_cast<std::ptrdiff_t>(done));
+        parked_from_ = 0;
+      }
+      return false;
+    }
+    overflow_.clear();
+    parked_from_ = 0;
     if (waiting_) {  // C3: we clear what we set, once flushed
       waiting_ = false;
       for (auto* c : chans_) c->waiting.store(false, std::memory_order_relaxed);
@@ -300,6 +310,7 @@ class outlet final : public emit_target<E> {
   /// Drops what is parked (cancellation).
   void discard() noexcept {
     overflow_.clear();
+    parked_from_ = 0;
     refresh_fast();
   }
 
@@ -368,8 +379,9 @@ class outlet final : public emit_target<E> {
   }
 
   std::vector<channel<E>*> chans_;
-  std::optional<Route> route_;  // set by attach
-  std::vector<std::pair<std::size_t, E>> overflow_;
+  std::optional<Route> route_;                       // set by attach
+  std::vector<std::pair<std::size_t, E>> overflow_;  // parked: from parked_from_ on (sent before it)
+  std::size_t parked_from_ = 0;
   bool waiting_ = false;         // some channel's `waiting` flag is ours to clear (C3)
   std::uint64_t watermark_ = 0;  // the latest watermark asked for
   std::uint64_t stored_ = 0;     // the latest one stored into the channels

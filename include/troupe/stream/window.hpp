@@ -40,27 +40,35 @@
 // and windows close per key as above.
 //
 // Put a window in a farm routed by the same key to run keys in parallel.
-// Cost: whole-window forms keep each key's elements of its open windows in a
-// contiguous buffer (by time: an element out of order is inserted in its
-// place); incremental forms keep one accumulator per open window (size /
-// slide of them) and update each per element. A watermark that closes
-// windows visits every key that has an open window.
+// Cost: one hash of the key per element, into an open-addressing table
+// (detail/key_table.hpp): no allocation per element, nor per key once the
+// tables have grown. Whole-window forms keep each key's elements of its open
+// windows in a contiguous buffer (by time: an element out of order is
+// inserted in its place); incremental forms keep one accumulator per open
+// window (size / slide of them) and update each per element. Without
+// watermarks (and for count windows) a key's state stays until the end of
+// the stream. With watermarks, the incremental forms keep a table of every
+// key's accumulator per open window: a watermark fires each window it closes
+// in one go (its results back to back, window by window) and its table's
+// memory serves the next window, so memory follows the keys of the open
+// windows, not every key ever seen; the whole-window forms visit every key
+// that has an open window and forget the keys left empty.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "troupe/detail/key_table.hpp"
 #include "troupe/stream/node.hpp"
 #include "troupe/stream/watermark.hpp"
 
@@ -122,6 +130,35 @@ class window_buffer {
   std::size_t head_ = 0;
 };
 
+/// A key's open windows (window index, accumulator), oldest first: a vector
+/// that keeps its memory when windows close.
+template <class R>
+class open_windows {
+ public:
+  using value_type = std::pair<std::uint64_t, R>;
+  bool empty() const noexcept { return head_ == items_.size(); }
+  value_type& front() noexcept { return items_[head_]; }
+  value_type& back() noexcept { return items_.back(); }
+  value_type* begin() noexcept { return items_.data() + head_; }
+  value_type* end() noexcept { return items_.data() + items_.size(); }
+  void emplace_back(std::uint64_t w, const R& init) { items_.emplace_back(w, init); }
+  /// Before `at` (a position of [begin(), end()]).
+  value_type* emplace(value_type* at, std::uint64_t w, const R& init) {
+    const auto i = at - items_.data();
+    return &*items_.emplace(items_.begin() + i, w, init);
+  }
+  void pop_front() {
+    if (++head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    }
+  }
+
+ private:
+  std::vector<value_type> items_;
+  std::size_t head_ = 0;
+};
+
 /// A key's time order (without watermarks): times must not decrease; an
 /// older element is refused (and counted late).
 struct key_clock {
@@ -158,17 +195,18 @@ class count_window_node
   }
 
   void consume(T& x) {
-    Key k = std::invoke(key_, std::as_const(x));
-    auto& s = keys_[k];
+    const Key& key = std::invoke(key_, std::as_const(x));
+    auto& e = keys_.find_or_insert(key, table::hash(key), [] { return state{}; });
+    auto& s = e.value;
     const std::uint64_t i = s.next++;
     if (i < s.window * slide_) return;  // between hopping windows
     s.buf.push(std::move(x));
-    if (i == s.window * slide_ + size_ - 1) fire(k, s);
+    if (i == s.window * slide_ + size_ - 1) fire(e.key, s);
   }
 
   void on_stop() {
-    for (auto& [k, s] : keys_)
-      while (!s.buf.empty()) fire(k, s);
+    for (auto& e : keys_)
+      while (!e.value.buf.empty()) fire(e.key, e.value);
     keys_.clear();
   }
 
@@ -190,10 +228,12 @@ class count_window_node
     s.buf.drop(std::min<std::uint64_t>(slide_, s.buf.size()));
   }
 
+  using table = troupe::detail::key_table<Key, state>;
+
   KeyFn key_;
   std::uint64_t size_, slide_;
   F f_;
-  std::unordered_map<Key, state> keys_;
+  table keys_;
 };
 
 /// Count windows folded element by element: add(R&, const T&), from `init`.
@@ -209,35 +249,38 @@ class count_window_incremental_node : public node<T, window_result<detail::key_o
   }
 
   void consume(T& x) {
-    Key k = std::invoke(key_, std::as_const(x));
-    auto& s = keys_[k];
+    const Key& key = std::invoke(key_, std::as_const(x));
+    auto& e = keys_.find_or_insert(key, table::hash(key), [] { return state{}; });
+    auto& s = e.value;
     const std::uint64_t i = s.next++;
     if (i % slide_ == 0) s.open.emplace_back(i / slide_, init_);
     for (auto& [w, acc] : s.open) std::invoke(add_, acc, std::as_const(x));
     if (!s.open.empty() && s.open.front().first * slide_ + size_ - 1 == i) {
       auto& [w, acc] = s.open.front();
-      this->send_next(window_result<Key, R>{k, w * slide_, w * slide_ + size_, std::move(acc)});
-      s.open.pop_front();
+      detail::at_scope_exit next{[&] { s.open.pop_front(); }};
+      this->send_next(window_result<Key, R>{e.key, w * slide_, w * slide_ + size_, std::move(acc)});
     }
   }
 
   void on_stop() {
-    for (auto& [k, s] : keys_)
-      for (auto& [w, acc] : s.open) this->send_next(window_result<Key, R>{k, w * slide_, s.next, std::move(acc)});
+    for (auto& e : keys_)
+      for (auto& [w, acc] : e.value.open)
+        this->send_next(window_result<Key, R>{e.key, w * slide_, e.value.next, std::move(acc)});
     keys_.clear();
   }
 
  private:
   struct state {
     std::uint64_t next = 0;
-    std::deque<std::pair<std::uint64_t, R>> open;  // window index, accumulator
+    detail::open_windows<R> open;
   };
+  using table = troupe::detail::key_table<Key, state>;
 
   KeyFn key_;
   std::uint64_t size_, slide_;
   R init_;
   Add add_;
-  std::unordered_map<Key, state> keys_;
+  table keys_;
 };
 
 namespace detail {
@@ -254,27 +297,29 @@ namespace detail {
 /// Derived::add(key, state, time, element) takes an element in its key's
 /// time order and Derived::flush(key, state) fires what a key still holds at
 /// the end of the stream. With watermarks (event time),
-/// Derived::place(key, state, time, element) takes an element that has an
-/// open window, Derived::close(key, state, from, upto) fires the key's
-/// windows below index `upto` (those below `from` are closed already), and
-/// Derived::idle(state) says the key holds nothing.
+/// Derived::place(key, time, element) takes an element that has an open
+/// window and Derived::close_below(upto) fires every key's windows below
+/// index `upto` (those below closed_ are closed already); a Derived that
+/// keeps its event-time state per key in keys_ uses place_in_key and
+/// close_keys with Derived::place(key, state, time, element),
+/// Derived::close(key, state, from, upto) and Derived::idle(state).
 template <class Derived, class T, class KeyFn, class TimeFn, class State, class Out>
 class time_window_base : public node<T, Out> {
  public:
   using Key = key_of<KeyFn, T>;
 
   void consume(T& x) {
-    Key k = std::invoke(key_, std::as_const(x));
     const auto t = time_of(x);
     if (this->event_time()) {
-      const std::uint64_t last = t / slide_;                         // the last window that can hold t
-      if (first_window_containing(t, size_, slide_) > last) return;  // between hopping windows
-      if (last < closed_) return refuse(x);                          // its windows have all closed
-      self().place(k, keys_[k], t, x);
+      const auto [lo, hi] = windows_of(t);
+      if (lo > hi) return;                 // between hopping windows
+      if (hi < closed_) return refuse(x);  // its windows have all closed
+      self().place(std::invoke(key_, std::as_const(x)), t, std::max(lo, closed_), hi, x);
       return;
     }
-    auto& s = keys_[k];
-    if (s.clock.admit(t)) self().add(k, s, t, x);
+    const Key& k = std::invoke(key_, std::as_const(x));
+    auto& e = keys_.find_or_insert(k, table::hash(k), [] { return State{}; });
+    if (e.value.clock.admit(t)) self().add(e.key, e.value, t, x);
     else refuse(x);
   }
 
@@ -283,20 +328,15 @@ class time_window_base : public node<T, Out> {
   void on_watermark(std::uint64_t w) {
     const std::uint64_t upto = closed_below(w);
     if (upto <= closed_) return;
-    // If a window function throws, the keys not visited yet close on the next
-    // watermark (those visited have nothing left below `upto`).
-    for (auto it = keys_.begin(); it != keys_.end();) {
-      self().close(it->first, it->second, closed_, upto);
-      if (self().idle(it->second)) it = keys_.erase(it);
-      else ++it;
-    }
+    self().close_below(upto);
     closed_ = upto;
   }
 
   void on_stop() {
-    for (auto& [k, s] : keys_) {
-      if (this->event_time()) self().close(k, s, closed_, UINT64_MAX);
-      else self().flush(k, s);
+    if (this->event_time()) {
+      self().close_below(UINT64_MAX);
+    } else {
+      for (auto& e : keys_) self().flush(e.key, e.value);
     }
     keys_.clear();
   }
@@ -343,6 +383,29 @@ class time_window_base : public node<T, Out> {
 
  protected:
   std::uint64_t time_of(const T& x) const { return static_cast<std::uint64_t>(std::invoke(time_, x)); }
+  /// The windows that hold time t: [first, last] (first > last: none, t is
+  /// between hopping windows). Remembers the span of times with the same
+  /// answer: consecutive elements rarely cross it, and then cost no division.
+  std::pair<std::uint64_t, std::uint64_t> windows_of(std::uint64_t t) noexcept {
+    if (t - span_from_ >= span_length_) [[unlikely]]
+      new_span(t);
+    return span_;
+  }
+  void new_span(std::uint64_t t) noexcept {
+    const std::uint64_t lo = first_window_containing(t, size_, slide_), hi = t / slide_;
+    // hi holds on [hi*slide, (hi+1)*slide); lo on [size + (lo-1)*slide, size + lo*slide) (lo = 0: [0, size)).
+    const std::uint64_t lo_from = lo == 0 ? 0 : size_ + (lo - 1) * slide_;  // both at most t
+    const std::uint64_t from = std::max(hi * slide_, lo_from);
+    const std::uint64_t to =
+        std::min(saturating_add(hi * slide_, slide_), lo == 0 ? size_ : saturating_add(lo_from, slide_));
+    span_from_ = from;
+    span_length_ = to - from;
+    span_ = {lo, hi};
+  }
+  static std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) noexcept {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  }
+
   /// Event time: the first window index still open at watermark w (window k
   /// closes when w >= k * slide + size + lateness).
   std::uint64_t closed_below(std::uint64_t w) const noexcept {
@@ -355,16 +418,37 @@ class time_window_base : public node<T, Out> {
   TimeFn time_;
   std::uint64_t size_, slide_;
   std::uint64_t lateness_ = 0;
-  std::uint64_t closed_ = 0;  // event time: windows below this index have closed
+  std::uint64_t closed_ = 0;                        // event time: windows below this index have closed
+  std::uint64_t span_from_ = 0, span_length_ = 0;   // windows_of: [span_from_, + span_length_) holds in span_
+  std::pair<std::uint64_t, std::uint64_t> span_{};  // windows_of's last answer
+
+  /// Event time, state per key: x joins its key's state.
+  void place_in_key(const Key& k, std::uint64_t t, T& x) {
+    auto& e = keys_.find_or_insert(k, table::hash(k), [] { return State{}; });
+    self().place(e.key, e.value, t, x);
+  }
+  /// Event time, state per key: closes every key's windows below `upto`.
+  void close_keys(std::uint64_t upto) {
+    // If a window function throws, the keys not visited yet close on the next
+    // watermark (those visited have nothing left below `upto`).
+    for (std::size_t i = 0; i < keys_.size();) {
+      auto& e = keys_[i];
+      self().close(e.key, e.value, closed_, upto);
+      if (self().idle(e.value)) keys_.erase_at(i);  // the last key moves to i
+      else ++i;
+    }
+  }
 
  private:
+  using table = troupe::detail::key_table<Key, State>;
+
   Derived& self() noexcept { return static_cast<Derived&>(*this); }
   void refuse(T& x) {
     late_->fetch_add(1, std::memory_order_relaxed);
     if (late_to_) late_to_(x, this->watermark());
   }
 
-  std::unordered_map<Key, State> keys_;
+  table keys_;
   std::shared_ptr<std::atomic<std::uint64_t>> late_ = std::make_shared<std::atomic<std::uint64_t>>(0);
   std::function<void(T&, std::uint64_t)> late_to_;
 };
@@ -378,7 +462,7 @@ struct time_window_state {
 template <class R>
 struct time_window_incremental_state {
   key_clock clock;
-  std::deque<std::pair<std::uint64_t, R>> open;  // window index, accumulator
+  open_windows<R> open;  // without watermarks: the key's open windows
 };
 template <class T, class KeyFn, class F>
 using time_window_result =
@@ -406,16 +490,18 @@ class time_window_node
   void add(const Key& k, state& s, std::uint64_t t, T& x) {
     // Fire every window that ends at or before t.
     while (!s.buf.empty() && s.window * this->slide_ + this->size_ <= t) fire_oldest(k, s);
-    const auto first = detail::first_window_containing(t, this->size_, this->slide_);
+    const auto [first, last] = this->windows_of(t);
     if (s.buf.empty()) s.window = std::max(s.window, first);
-    if (first > t / this->slide_) return;  // between hopping windows
+    if (first > last) return;  // between hopping windows
     s.buf.push(std::move(x));
   }
   void flush(const Key& k, state& s) {
     while (!s.buf.empty()) fire_oldest(k, s);
   }
 
-  // Event time: the buffer stays sorted by time.
+  // Event time: each key's buffer stays sorted by time.
+  void place(const Key& k, std::uint64_t t, std::uint64_t, std::uint64_t, T& x) { this->place_in_key(k, t, x); }
+  void close_below(std::uint64_t upto) { this->close_keys(upto); }
   void place(const Key&, state& s, std::uint64_t t, T& x) {
     if (s.buf.empty() || this->time_of(s.buf[s.buf.size() - 1]) <= t) return s.buf.push(std::move(x));
     std::size_t lo = 0, hi = s.buf.size();  // the first element later than t
@@ -485,8 +571,7 @@ class time_window_incremental_node
  private:
   void add(const Key& k, state& s, std::uint64_t t, T& x) {
     while (!s.open.empty() && s.open.front().first * this->slide_ + this->size_ <= t) emit_front(k, s);
-    const std::uint64_t lo = detail::first_window_containing(t, this->size_, this->slide_);
-    const std::uint64_t hi = t / this->slide_;  // the last window starting at or before t
+    const auto [lo, hi] = this->windows_of(t);  // hi: the last window starting at or before t
     if (lo > hi) return;                        // between hopping windows
     // Every open window contains t (they start before it and end after it);
     // open the ones that start with it.
@@ -498,22 +583,27 @@ class time_window_incremental_node
     while (!s.open.empty()) emit_front(k, s);
   }
 
-  // Event time: the element joins its open windows (opened as needed; the
-  // deque stays sorted by window).
-  void place(const Key&, state& s, std::uint64_t t, T& x) {
-    const std::uint64_t lo = std::max(detail::first_window_containing(t, this->size_, this->slide_), this->closed_);
-    const std::uint64_t hi = t / this->slide_;
-    auto it =
-        std::lower_bound(s.open.begin(), s.open.end(), lo, [](const auto& o, std::uint64_t w) { return o.first < w; });
-    for (std::uint64_t w = lo; w <= hi; ++w, ++it) {
-      if (it == s.open.end() || it->first != w) it = s.open.emplace(it, w, init_);
-      std::invoke(add_, it->second, std::as_const(x));
+  // Event time: the state is per window (a pane: every key's accumulator of
+  // one window), not per key. The element joins its open windows (opened as
+  // needed), with one hash of its key for all of them.
+  // lo..hi: the windows of t still open.
+  void place(const Key& k, std::uint64_t, std::uint64_t lo, std::uint64_t hi, T& x) {
+    const std::uint64_t h = accumulators::hash(k);
+    for (std::uint64_t w = lo; w <= hi; ++w) {
+      auto& e = pane_of(w).find_or_insert(k, h, [this] { return init_; });
+      std::invoke(add_, e.value, std::as_const(x));
     }
   }
-  void close(const Key& k, state& s, std::uint64_t, std::uint64_t upto) {
-    while (!s.open.empty() && s.open.front().first < upto) emit_front(k, s);
+  // Fires the panes below `upto`, oldest first, each in one go; their memory
+  // serves the windows that open next.
+  void close_below(std::uint64_t upto) {
+    while (!panes_.empty() && panes_.front().window < upto) {
+      detail::at_scope_exit retire{[&] { retire_front(); }};  // a throwing send ends the window all the same
+      auto& p = panes_.front();
+      const std::uint64_t start = p.window * this->slide_, end = start + this->size_;
+      for (auto& e : p.accs) this->send_next(window_result<Key, R>{e.key, start, end, std::move(e.value)});
+    }
   }
-  static bool idle(const state& s) noexcept { return s.open.empty(); }
 
   void emit_front(const Key& k, state& s) {
     auto& [w, acc] = s.open.front();
@@ -521,8 +611,35 @@ class time_window_incremental_node
     s.open.pop_front();
   }
 
+  using accumulators = troupe::detail::key_table<Key, R>;
+  struct pane {
+    std::uint64_t window = 0;
+    accumulators accs;
+  };
+  // The pane of window w, opened if need be (panes_ stays sorted by window).
+  accumulators& pane_of(std::uint64_t w) {
+    if (!panes_.empty() && panes_.back().window == w) return panes_.back().accs;
+    auto it = panes_.end();
+    while (it != panes_.begin() && std::prev(it)->window >= w) --it;
+    if (it != panes_.end() && it->window == w) return it->accs;
+    pane p;
+    if (!spare_.empty()) {
+      p.accs = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    p.window = w;
+    return panes_.insert(it, std::move(p))->accs;
+  }
+  void retire_front() {
+    panes_.front().accs.clear();
+    spare_.push_back(std::move(panes_.front().accs));
+    panes_.erase(panes_.begin());
+  }
+
   R init_;
   Add add_;
+  std::vector<pane> panes_;          // event time: the open windows, oldest first
+  std::vector<accumulators> spare_;  // the tables of closed windows, cleared
 };
 
 template <class T, class KeyFn, class F>
