@@ -10,7 +10,9 @@
 // Check: the output is sorted and is a permutation of the input (same sum
 // and same xor of all elements).
 // impls: troupe (divide & conquer merge sort as fork/join tasks on the
-// actor system's scheduler), std_sort (std::sort, one thread), tbb
+// actor system's scheduler, merging with troupe::parallel_merge into a buffer
+// and back, a level each), troupe_seq_merge (the same with a sequential
+// std::inplace_merge per combine), std_sort (std::sort, one thread), tbb
 // (tbb::parallel_sort limited to `workers` threads), caf (CAF 0.17, one
 // actor per sub-problem above the cut-off).
 #pragma once
@@ -24,6 +26,7 @@
 namespace bench {
 
 sample run_troupe(const params& p);
+sample run_troupe_seq_merge(const params& p);
 sample run_std_sort(const params& p);
 sample run_tbb(const params& p);
 sample run_caf(const params& p);

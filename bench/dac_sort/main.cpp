@@ -5,6 +5,7 @@ int main(int argc, char** argv) {
   s.name = "dac_sort";
   s.description = "divide & conquer merge sort of 10M ints vs std::sort and tbb::parallel_sort";
   s.impls = {{"troupe", bench::run_troupe},
+             {"troupe_seq_merge", bench::run_troupe_seq_merge},
              {"std_sort", bench::run_std_sort},
              {"tbb", bench::run_tbb},
              {"caf", bench::run_caf}};

@@ -15,6 +15,9 @@
 //   rwq          the same with moodycamel::ReaderWriterQueue<std::int64_t>{1024}
 //                (which rounds up: four blocks of 512 slots, room for 1533 to
 //                2044 values, so it holds more than the 1024-slot ring)
+//   lamport      the bare-hop floor, written in the benchmark: Lamport's ring
+//                of 1024 int64 slots, head and tail on separate cache lines,
+//                no cached indices, two std::threads polling without backoff
 // Measured region: from the start until the consumer has the last value
 // (troupe impls: from spawn_pattern until graph::wait returns, so building
 // and starting the graph are inside; threads impls: from starting the
@@ -33,6 +36,7 @@ sample run_troupe(const params& p);
 sample run_troupe_pool(const params& p);
 sample run_raw_queue(const params& p);
 sample run_rwq(const params& p);
+sample run_lamport(const params& p);
 
 namespace prod_cons_typed {
 

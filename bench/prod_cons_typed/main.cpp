@@ -7,7 +7,8 @@ int main(int argc, char** argv) {
   s.impls = {{"troupe", bench::run_troupe},
              {"troupe_pool", bench::run_troupe_pool},
              {"raw_queue", bench::run_raw_queue},
-             {"rwq", bench::run_rwq}};
+             {"rwq", bench::run_rwq},
+             {"lamport", bench::run_lamport}};
   auto items = [](const bench::params& p) { return static_cast<double>(p.get("items")); };
   s.primary = bench::ns_per_item_metric("ns_per_item", "ns/item", items);
   s.variants = [](bool full) {

@@ -34,6 +34,7 @@
 #include "troupe/pattern/map.hpp"
 #include "troupe/pattern/map_accelerator.hpp"
 #include "troupe/pattern/map_stage.hpp"
+#include "troupe/pattern/parallel_merge.hpp"
 #include "troupe/pattern/pipeline.hpp"
 #include "troupe/pattern/placed.hpp"
 #include "troupe/pattern/seq.hpp"

@@ -48,7 +48,9 @@ class spsc_ring {
   template <class... Args>
   [[nodiscard]] bool try_emplace(Args&&... args) {
     if (!try_emplace_unpublished(std::forward<Args>(args)...)) return false;
-    publish();
+    // publish() without its test: a push just made next_ > published_.
+    published_ = next_;
+    tail_.store(next_, std::memory_order_release);
     return true;
   }
   [[nodiscard]] bool try_push(T&& v) { return try_emplace(std::move(v)); }
@@ -101,11 +103,17 @@ class spsc_ring {
     head_.store(h + 1, std::memory_order_release);
   }
   /// Consumer. Moves the oldest value into `out`; false when empty.
+  /// front() and pop() in one: one load of head_, no null test.
   [[nodiscard]] bool try_pop(T& out) {
-    T* v = front();
-    if (v == nullptr) return false;
+    const auto h = head_.load(std::memory_order_relaxed);
+    if (h == cached_tail_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h == cached_tail_) return false;
+    }
+    T* v = std::launder(reinterpret_cast<T*>(slots_[h & mask_].bytes));
     out = std::move(*v);
-    pop();
+    v->~T();
+    head_.store(h + 1, std::memory_order_release);
     return true;
   }
 
