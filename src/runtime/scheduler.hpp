@@ -23,10 +23,12 @@
 //   P1 a worker is on the idle list at most once, and idle_ counts the list;
 //   P2 searching_ counts the workers between leaving their work and parking
 //      (never below zero); a woken worker comes back searching;
-//   P3 a worker's wake flag is 0 or 1, set by the one waker that took it
-//      off the list (or by stop()), cleared by the worker itself; a worker
-//      whose timed sleep ended takes itself off the list under the lock,
-//      unless a waker did first (then its flag is on the way).
+//   P3 a worker's wake flag is 0 (awake or about to sleep), 2 (asleep on
+//      the futex: a waker must make the system call) or 1 (woken), set to 1
+//      by the one waker that took it off the list (or by stop()), cleared by
+//      the worker itself; a worker whose timed sleep ended takes itself off
+//      the list under the lock, unless a waker did first (then its flag is
+//      on the way).
 #pragma once
 
 #include <atomic>

@@ -30,6 +30,11 @@ inline constexpr std::uint32_t spin_rounds_relaxed = 10;
 /// nobody, so an actor left there behind a long activation waits at most
 /// about this long for a thief. 1000 wake-ups/s cost ~1% of a core.
 inline constexpr std::uint32_t park_recheck_us = 1000;
+/// A parking worker checks its wake flag this many times with a pause, then
+/// this many times with a yield, before it sleeps on the futex (libstdc++'s
+/// atomic wait does 12 and 4): a wake-up that comes meanwhile costs no sleep.
+inline constexpr int park_spins = 12;
+inline constexpr int park_yields = 4;
 /// A worker's FIFO ring of actors that yielded; overflow goes to the global
 /// queue. 1024 x 8 bytes: thousands of runnable actors per worker before a lock.
 inline constexpr std::uint64_t worker_ring = 1024;
