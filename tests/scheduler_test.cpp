@@ -5,8 +5,10 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <memory>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "troupe/troupe.hpp"
 
@@ -148,5 +150,66 @@ TEST(scheduler, idle_system_sleeps_in_moderate_and_relaxed_polling) {
     // Two spinning workers would use ~2x wall time; parked ones use ~0.
     EXPECT_LT(used, 0.1 * wall) << "polling " << troupe::to_string(p) << " used " << used << " s CPU in " << wall
                                 << " s idle";
+  }
+}
+
+// A token passed around a ring is sequential work: on 2 workers it must not
+// keep the second one busy (woken per message, or handed the token every few
+// activations and searching in between).
+TEST(scheduler, a_sequential_chain_on_two_workers_uses_about_one_core) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  troupe::scoped_actor self{sys};
+  const auto me = self.handle();
+  constexpr int ring_size = 20;
+  constexpr std::int64_t hops = 200'000;
+  std::vector<troupe::actor> ring;
+  for (int i = 0; i < ring_size; ++i)
+    ring.push_back(sys.spawn([me](event_actor& a) {
+      auto next = std::make_shared<troupe::actor>();
+      return behavior{[next](troupe::actor n) { *next = std::move(n); },
+                      [&a, next, me](std::int64_t h) {
+                        if (h == hops) a.send(me, h);
+                        else a.send(*next, h + 1);
+                      }};
+    }));
+  for (int i = 0; i < ring_size; ++i) self->send(ring[i], ring[(i + 1) % ring_size]);
+  auto cpu0 = cpu_seconds();
+  auto t0 = std::chrono::steady_clock::now();
+  self->send(ring[0], std::int64_t{1});
+  std::int64_t got = 0;
+  self->receive([&](std::int64_t h) { got = h; });
+  auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto used = cpu_seconds() - cpu0;
+  EXPECT_EQ(got, hops);
+  // One busy worker: ~1x wall time; a second one kept busy: ~2x.
+  EXPECT_LT(used, 1.5 * wall + 0.02) << "used " << used << " s CPU in " << wall << " s";
+  for (auto& a : ring) sys.send_exit(a, troupe::error{troupe::errc::user_shutdown, "done"});
+}
+
+// Waking an actor into the next slot wakes no parked worker; the parked one
+// still takes it, after its timed sleep, while the slot's owner is stuck in a
+// long activation (here one that waits for the woken actor itself).
+TEST(scheduler, an_actor_behind_a_long_activation_is_taken_by_another_worker) {
+  for (auto p : {troupe::polling::moderate, troupe::polling::relaxed, troupe::polling::aggressive}) {
+    troupe::actor_system sys{troupe::config{.workers = 2, .polling = p}};
+    troupe::scoped_actor self{sys};
+    const auto me = self.handle();
+    auto flag = std::make_shared<std::atomic<bool>>(false);
+    auto b = sys.spawn([flag](event_actor&) { return behavior{[flag](go_atom) { flag->store(true); }}; });
+    auto a = sys.spawn([flag, b, me](event_actor& s) {
+      return behavior{[&s, flag, b, me](go_atom) {
+        std::this_thread::sleep_for(5ms);  // the other worker stops searching and parks
+        s.send(b, go_atom{});              // into this worker's next slot
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (!flag->load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        s.send(me, flag->load());
+      }};
+    });
+    // Let both workers go idle first, so the other one is parked.
+    std::this_thread::sleep_for(20ms);
+    self->send(a, go_atom{});
+    bool ran = false;
+    self->receive([&](bool r) { ran = r; });
+    EXPECT_TRUE(ran) << "polling " << troupe::to_string(p);
   }
 }

@@ -91,6 +91,7 @@ bench::sample bench::run_caf(const params& p) {
   const auto workers = p.get("workers");
   const auto replicas = p.get("replicas");
   const auto spin = p.get("spin");
+  if (p.get_or("farms", 2) != 2) throw bench::not_available("one farm: troupe only");
   caf_support::config cfg{workers};
   caf::actor_system sys{cfg};
   caf_support::check_workers(sys, workers);

@@ -14,7 +14,11 @@ int main(int argc, char** argv) {
         // Forwarding only: the hop through the router is then
         // most of the work.
         {"no work, 2 farms of 4",
-         {{"tuples", full ? 20'000'000 : 5'000'000}, {"workers", 2}, {"replicas", 4}, {"spin", 0}}}};
+         {{"tuples", full ? 20'000'000 : 5'000'000}, {"workers", 2}, {"replicas", 4}, {"spin", 0}}},
+        // One farm of 2 between source and sink: as many replicas as
+        // workers, so where the nodes land decides the rate.
+        {"source, farm(2), sink",
+         {{"tuples", full ? 20'000'000 : 5'000'000}, {"workers", 2}, {"replicas", 2}, {"spin", 0}, {"farms", 1}}}};
   };
   s.default_runs = 3;
   s.instructions = bench::instruction_counting{

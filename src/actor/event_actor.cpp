@@ -207,6 +207,10 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         drained = true;
         break;
       }
+      // Going on past the first message: an actor this activation woke
+      // into the worker's next slot may wait a while, let a parked worker
+      // know (a one-message activation, as in a ping-pong, wakes nobody).
+      if (handled != 0) detail::announce_next();
       ++consumed;
       ++handled;
       dispatch(n);

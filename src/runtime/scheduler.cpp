@@ -1,6 +1,12 @@
 #include "scheduler.hpp"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <ctime>
 
 #include "troupe/detail/assert.hpp"
 #include "troupe/detail/tuning.hpp"
@@ -9,6 +15,20 @@ namespace troupe::detail {
 
 namespace {
 thread_local worker* current_worker = nullptr;
+
+// A worker's wake flag is a futex word. Raw futex calls rather than
+// std::atomic::wait/notify: the sleep has a timeout (libstdc++'s wait has
+// none, and its notify skips the system call for waiters it did not count).
+// false when `timeout_us` (0: none) passed first.
+bool futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::uint32_t timeout_us) noexcept {
+  timespec ts{static_cast<std::time_t>(timeout_us / 1'000'000), static_cast<long>(timeout_us % 1'000'000) * 1000};
+  auto rc = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
+                    timeout_us != 0 ? &ts : nullptr, nullptr, 0);
+  return !(rc != 0 && errno == ETIMEDOUT);
+}
+void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
 
 // Search budget before parking, in rounds (a round visits every victim and
 // then pauses ~0.3-1 us): moderate up to ~50 us, relaxed ~5 us.
@@ -88,9 +108,27 @@ void worker::push_local(resumable* r) noexcept {
 }
 
 void worker::put_next(resumable* r) noexcept {
-  if (resumable* old = next_.exchange(r, std::memory_order_acq_rel)) push_lifo(old);
-  else sched_->notify_from_worker();
+  // The slot is ours to run right after the current activation: no wake-up
+  // (one per message would keep a parked worker cycling through wake,
+  // search and park on a sequential workload) unless the activation goes on
+  // (announce_next). A displaced actor goes to the deque, which wakes a
+  // parked worker if nobody searches.
+  if (resumable* old = next_.exchange(r, std::memory_order_acq_rel)) {
+    next_unannounced_ = false;
+    push_lifo(old);
+  } else {
+    next_unannounced_ = true;
+  }
 }
+
+void announce_next() noexcept {
+  worker* w = current_worker;
+  if (w == nullptr || !w->next_unannounced_) return;
+  w->next_unannounced_ = false;
+  if (w->next_.load(std::memory_order_relaxed) != nullptr) w->announce();
+}
+
+void worker::announce() noexcept { sched_->notify_from_worker(); }
 
 // Chase-Lev work-stealing deque (Le, Pop, Cohen, Zappa Nardelli, PPoPP'13),
 // fixed capacity; seq_cst operations stand in for the paper's fences so that
@@ -168,9 +206,13 @@ bool worker::has_work() const noexcept {
 
 resumable* worker::pop_local() noexcept {
   // The next slot first (locality), but not forever: after 32 runs in a row
-  // it goes to the back of the ring so older work gets its turn.
+  // it goes to the back of the ring so older work on this worker gets its
+  // turn. With no older work here it stays: sent to the ring, a sequential
+  // chain (a token ring, a ping-pong) would be stolen by a searching worker
+  // every 33 activations, keep both cores busy and move its cache lines.
   if (next_.load(std::memory_order_relaxed) != nullptr) {
-    if (++next_streak_ <= 32) {
+    if (++next_streak_ > 32 && !has_queued_work()) next_streak_ = 0;  // look again in 32
+    if (next_streak_ <= 32) {
       if (auto* r = next_.exchange(nullptr, std::memory_order_acq_rel)) return r;
     } else if (auto* r = next_.exchange(nullptr, std::memory_order_acq_rel)) {
       push_local(r);
@@ -227,14 +269,20 @@ resumable* worker::search_round() noexcept {
     if (auto* r = victim.steal_lifo()) return r;
     if (auto* r = victim.steal()) return r;
     // Take a victim's next slot only if the same actor sat there for a
-    // whole round: its owner is busy with something long.
+    // whole round while its owner stayed in one activation: the owner is
+    // busy with something long. (The actor alone is not enough: in a
+    // ping-pong the slot holds the same actor every other activation, and
+    // taking it moved the pair to the other core over and over.)
     auto* seen = victim.next_.load(std::memory_order_acquire);
+    const auto runs = victim.activations_.load(std::memory_order_relaxed);
     auto& before = seen_next_[victim.index_];
-    if (seen != nullptr && seen == before) {
+    auto& runs_before = seen_runs_[victim.index_];
+    if (seen != nullptr && seen == before && runs == runs_before) {
       before = nullptr;
       if (auto* r = victim.steal_next(seen)) return r;
     } else {
       before = seen;
+      runs_before = runs;
     }
   }
   return nullptr;
@@ -286,8 +334,36 @@ bool worker::park() noexcept {
     }
     // A waker already took us off the list; its flag is on the way.
   }
-  while (wake_flag_.load(std::memory_order_acquire) == 0) wake_flag_.wait(0, std::memory_order_acquire);
-  TROUPE_ASSERT(wake_flag_.load(std::memory_order_relaxed) == 1, "P3: the wake flag is 0 or 1");
+  // A wake-up that comes within a short spin and a few yields costs no
+  // sleep (as libstdc++'s atomic wait does; measured on prod_cons, where the
+  // consumer's worker parks and is woken over and over: going straight to
+  // the futex made it ~15% slower). Then sleep: the flag goes 0 -> 2
+  // (asleep), so a waker makes the system call only for a sleeper.
+  for (int i = 0; i < tuning::park_spins + tuning::park_yields && wake_flag_.load(std::memory_order_acquire) == 0;
+       ++i) {
+    if (i < tuning::park_spins) cpu_relax();
+    else std::this_thread::yield();
+  }
+  // While another worker is awake, its next slot may fill up behind a long
+  // activation, and filling it wakes nobody: sleep at most park_recheck_us,
+  // then take ourselves off the list and search again. The last worker to
+  // park sleeps until woken.
+  const bool others_awake = s.idle_.load(std::memory_order_seq_cst) < s.workers_.size();
+  for (;;) {
+    std::uint32_t flag = 0;
+    if (!wake_flag_.compare_exchange_strong(flag, 2, std::memory_order_acq_rel) && flag == 1) break;
+    if (futex_wait(wake_flag_, 2, others_awake ? tuning::park_recheck_us : 0)) continue;
+    std::lock_guard<std::mutex> guard{s.idle_mtx_};
+    auto it = std::find(s.idle_list_.begin(), s.idle_list_.end(), this);
+    if (it == s.idle_list_.end()) continue;  // a waker took us off: its flag is on the way
+    s.idle_list_.erase(it);
+    s.idle_.fetch_sub(1, std::memory_order_seq_cst);
+    s.searching_.fetch_add(1, std::memory_order_seq_cst);
+    flag = 2;  // back to 0 unless stop() set it to 1 (then the next park returns at once)
+    wake_flag_.compare_exchange_strong(flag, 0, std::memory_order_acq_rel);
+    return !s.stop_.load(std::memory_order_acquire);
+  }
+  TROUPE_ASSERT(wake_flag_.load(std::memory_order_relaxed) == 1, "P3: a woken worker's flag is 1");
   wake_flag_.store(0, std::memory_order_relaxed);
   return !s.stop_.load(std::memory_order_acquire);
 }
@@ -297,6 +373,7 @@ void worker::run(const std::vector<int>& cores) {
   defer_on_this_thread(true);
   pin_current_thread(cores);
   seen_next_.assign(sched_->workers_.size(), nullptr);
+  seen_runs_.assign(sched_->workers_.size(), 0);
   auto& searching = sched_->searching_;
   searching.fetch_add(1, std::memory_order_seq_cst);  // a worker without work is searching
   for (;;) {
@@ -341,8 +418,7 @@ void scheduler::stop() noexcept {
     return;
   }
   for (auto& w : workers_) {
-    w->wake_flag_.store(1, std::memory_order_release);
-    w->wake_flag_.notify_one();
+    if (w->wake_flag_.exchange(1, std::memory_order_acq_rel) == 2) futex_wake(w->wake_flag_);
   }
   for (auto& t : threads_)
     if (t.joinable()) t.join();
@@ -411,8 +487,7 @@ void scheduler::wake_one() noexcept {
     TROUPE_ASSERT(idle == idle_list_.size() + 1, "P1: idle_ counts the workers on the idle list");
     searching_.fetch_add(1, std::memory_order_seq_cst);  // it wakes up searching
   }
-  w->wake_flag_.store(1, std::memory_order_release);
-  w->wake_flag_.notify_one();
+  if (w->wake_flag_.exchange(1, std::memory_order_acq_rel) == 2) futex_wake(w->wake_flag_);
 }
 
 std::uint64_t scheduler::activations() const noexcept {

@@ -2,8 +2,9 @@
 //
 // Each worker owns three places for runnable work:
 //  - a "next" slot for the actor it woke last: runs right after the current
-//    one, cache-hot; other workers take it only if it stays put for a whole
-//    search round (so a ping-pong pair does not bounce between cores);
+//    one, cache-hot; other workers take it only if its owner is still in the
+//    same activation a whole search round later (so a ping-pong pair or a
+//    token ring stays on one core); filling it wakes nobody;
 //  - a LIFO deque (Chase-Lev) for woken and spawned actors displaced from the
 //    slot: the owner runs the newest first (depth-first, a small live set for
 //    actor trees), thieves take the oldest (the biggest pieces of work);
@@ -12,14 +13,22 @@
 // workers (main thread, timers, detached actors) goes through a global queue.
 // Idle workers spin according to the polling strategy (moderate: as long as
 // spinning has recently paid off, see worker::search), then park on a futex;
-// a producer wakes a parked worker only when nobody is searching for work.
+// a producer wakes a parked worker only when nobody is searching for work and
+// only for work others may take at once (global queue, deque, ring): the next
+// slot is its owner's to run. So that an actor does not wait in the slot
+// behind a long activation, a worker that parks while another is awake
+// sleeps at most tuning::park_recheck_us and then looks again.
 //
 // Invariants of parking (TROUPE_ASSERT in debug and sanitizer builds):
 //   P1 a worker is on the idle list at most once, and idle_ counts the list;
 //   P2 searching_ counts the workers between leaving their work and parking
 //      (never below zero); a woken worker comes back searching;
-//   P3 a worker's wake flag is 0 or 1, set by the one waker that took it
-//      off the list (or by stop()), cleared by the worker itself.
+//   P3 a worker's wake flag is 0 (awake or about to sleep), 2 (asleep on
+//      the futex: a waker must make the system call) or 1 (woken), set to 1
+//      by the one waker that took it off the list (or by stop()), cleared by
+//      the worker itself; a worker whose timed sleep ended takes itself off
+//      the list under the lock, unless a waker did first (then its flag is
+//      on the way).
 #pragma once
 
 #include <atomic>
@@ -50,6 +59,7 @@ class alignas(cache_line) worker {
   friend bool worker_is_free() noexcept;
   friend bool help_one() noexcept;
   friend scheduler* current_scheduler() noexcept;
+  friend void announce_next() noexcept;
 
  public:
   static constexpr std::uint64_t ring_size = tuning::worker_ring;
@@ -78,14 +88,17 @@ class alignas(cache_line) worker {
   resumable* search() noexcept;
   resumable* search_round() noexcept;  // one visit of the global queue and every victim
   bool park() noexcept;                // false: stop requested
+  void announce() noexcept;            // work in our next slot: wake a parked worker if nobody searches
 
   scheduler* sched_;
   std::size_t index_;
   std::uint32_t tick_ = 0;
   std::uint32_t next_streak_ = 0;
+  bool next_unannounced_ = false;  // put_next filled the slot and woke nobody
   std::uint64_t rng_ = 0x9e3779b97f4a7c15ULL;
-  std::uint32_t spin_budget_;          // search rounds before parking (moderate adapts it)
-  std::vector<resumable*> seen_next_;  // per victim: its next slot one round ago
+  std::uint32_t spin_budget_;             // search rounds before parking (moderate adapts it)
+  std::vector<resumable*> seen_next_;     // per victim: its next slot one round ago
+  std::vector<std::uint64_t> seen_runs_;  // per victim: its activations one round ago
 
   static constexpr std::int64_t lifo_size = tuning::worker_deque;
   alignas(cache_line) std::atomic<std::int64_t> lifo_top_{0};     // thieves

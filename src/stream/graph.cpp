@@ -146,7 +146,12 @@ void runner_base::launch() noexcept {
   if (settings_.dedicated) {
     wakeups_.fetch_add(1, std::memory_order_seq_cst);
     wakeups_.notify_one();
-  } else system_access::schedule(*graph_->sys, this);
+  } else {
+    system_access::schedule(*graph_->sys, this);
+    // The waker is a runner in mid-batch (or an entry actor mid-message):
+    // the woken runner may wait behind it, so let a parked worker take it.
+    announce_next();
+  }
 }
 
 bool runner_base::linger(bool for_room) noexcept {

@@ -26,6 +26,11 @@ bool on_worker_thread() noexcept;
 /// On a worker: runs one piece of queued work (its own or stolen), true if it
 /// did. Joins call it to help instead of blocking their worker.
 bool help_one() noexcept;
+/// On a worker: an activation that goes on past its first unit of work calls
+/// this; an actor it woke into the worker's next slot (which wakes nobody
+/// by itself) is then announced to the parked workers, since it may wait
+/// there a while. Cheap (a thread-local and a flag) when there is none.
+void announce_next() noexcept;
 
 class resumable {
  public:

@@ -25,6 +25,16 @@ inline constexpr std::size_t mailbox_soft_limit = 1024;
 /// Moderate adapts between the two (scheduler.cpp).
 inline constexpr std::uint32_t spin_rounds_moderate = 100;
 inline constexpr std::uint32_t spin_rounds_relaxed = 10;
+/// A worker that parks while another worker is awake sleeps at most this
+/// long (us) before it looks again: filling a worker's next slot wakes
+/// nobody, so an actor left there behind a long activation waits at most
+/// about this long for a thief. 1000 wake-ups/s cost ~1% of a core.
+inline constexpr std::uint32_t park_recheck_us = 1000;
+/// A parking worker checks its wake flag this many times with a pause, then
+/// this many times with a yield, before it sleeps on the futex (libstdc++'s
+/// atomic wait does 12 and 4): a wake-up that comes meanwhile costs no sleep.
+inline constexpr int park_spins = 12;
+inline constexpr int park_yields = 4;
 /// A worker's FIFO ring of actors that yielded; overflow goes to the global
 /// queue. 1024 x 8 bytes: thousands of runnable actors per worker before a lock.
 inline constexpr std::uint64_t worker_ring = 1024;
