@@ -8,6 +8,10 @@
 //   troupe         troupe's typed streaming layer: three nodes, channels of
 //                  1024 slots, nodes on the actor system's 2 workers
 //   troupe_threads the same graph with each node on its own thread
+//   troupe_chain   the forwarder chained to the source (troupe::chain: direct
+//                  calls), one channel to the sink
+//   troupe_fused   all three nodes in one chain: no channel (the floor of
+//                  the nodes' own work on one core)
 //   troupe_actors  troupe event actors; the source sends in chunks of 1000 and
 //                  re-triggers itself (overload control bounds the mailboxes)
 //   caf            CAF 0.17 event-based actors, same structure (unbounded mailboxes)
@@ -31,6 +35,8 @@ namespace bench {
 
 sample run_troupe(const params& p);
 sample run_troupe_threads(const params& p);
+sample run_troupe_chain(const params& p);
+sample run_troupe_fused(const params& p);
 sample run_troupe_actors(const params& p);
 sample run_caf(const params& p);
 sample run_caf_credit(const params& p);

@@ -6,6 +6,8 @@ int main(int argc, char** argv) {
   s.description = "Source -> Forwarder -> Sink, 24-byte tuples at full speed, tuples/s";
   s.impls = {{"troupe", bench::run_troupe},
              {"troupe_threads", bench::run_troupe_threads},
+             {"troupe_chain", bench::run_troupe_chain},
+             {"troupe_fused", bench::run_troupe_fused},
              {"troupe_actors", bench::run_troupe_actors},
              {"caf", bench::run_caf},
              {"caf_credit", bench::run_caf_credit},

@@ -4,8 +4,7 @@
 
 #include <troupe/troupe.hpp>
 
-#include "common/stream_graph.hpp"
-#include "common/stream_nodes.hpp"
+#include "run_stream.hpp"
 
 namespace {
 struct go_atom {};
@@ -61,19 +60,10 @@ using bench::stream_tuple::forwarder;
 using bench::stream_tuple::sink;
 using bench::stream_tuple::source;
 
-bench::sample run_stream(const bench::params& p, troupe::placement where) {
-  const auto tuples = p.get("tuples");
-  troupe::actor_system sys{troupe::config{.workers = static_cast<std::size_t>(p.get("workers"))}};
-  bench::pipeline3::tally t;
-  source src;
-  src.n = tuples;
-  sink snk;
-  snk.t = &t;
-  auto s = bench::time_graph(sys, troupe::pipeline{src, forwarder{}, snk}, where);
-  t.check(tuples);
-  return s;
-}
+auto three_stages(source& src, sink& snk) { return troupe::pipeline{src, forwarder{}, snk}; }
 }  // namespace
 
-bench::sample bench::run_troupe(const params& p) { return run_stream(p, troupe::placement::pool()); }
-bench::sample bench::run_troupe_threads(const params& p) { return run_stream(p, troupe::placement::own_thread()); }
+bench::sample bench::run_troupe(const params& p) { return pipeline3::run_stream(p, three_stages); }
+bench::sample bench::run_troupe_threads(const params& p) {
+  return pipeline3::run_stream(p, three_stages, troupe::placement::own_thread());
+}

@@ -4,6 +4,7 @@
 // See docs/streaming.md.
 #pragma once
 
+#include "troupe/stream/chain.hpp"
 #include "troupe/stream/graph.hpp"
 #include "troupe/stream/metrics.hpp"
 #include "troupe/stream/node.hpp"

@@ -55,6 +55,10 @@ struct node_access {
     e.out_ = t;
   }
   template <class Out>
+  static emit_target<Out>* target(stream::emitter<Out>& e) noexcept {
+    return e.out_;
+  }
+  template <class Out>
   static std::uint64_t& resume_at(stream::emitter<Out>& e) noexcept {
     return e.resume_at_;
   }
@@ -599,8 +603,10 @@ class runner final
         if (!element([&] { going = node_.produce(); }, nullptr)) return this->end(false);
         if (!going) return this->input_ended(0);
         if (this->out_.blocked()) return this->blocked(0);
-        if (auto& at = node_access::resume_at(static_cast<stream::emitter<Out>&>(node_)); at != 0)
-          return pause(std::exchange(at, 0));
+        if constexpr (!is_sink) {  // a source that is also a sink (a whole chain) cannot pace itself
+          if (auto& at = node_access::resume_at(static_cast<stream::emitter<Out>&>(node_)); at != 0)
+            return pause(std::exchange(at, 0));
+        }
       }
     }
     return this->more(0);
