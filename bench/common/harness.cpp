@@ -776,8 +776,13 @@ int run_main(int argc, char** argv, const spec& s) {
       return 2;
     }
   }
+  auto uncounted = [&](const impl& im) {
+    return opt.instructions && s.instructions &&
+           std::find(s.instructions->uncounted.begin(), s.instructions->uncounted.end(), im.name) !=
+               s.instructions->uncounted.end();
+  };
   for (auto& im : s.impls)
-    if (opt.impls.empty() || std::find(opt.impls.begin(), opt.impls.end(), im.name) != opt.impls.end())
+    if (opt.impls.empty() ? !uncounted(im) : std::find(opt.impls.begin(), opt.impls.end(), im.name) != opt.impls.end())
       selected.push_back(&im);
   if (opt.instructions) {
     if (!s.instructions) {

@@ -146,6 +146,10 @@ struct instruction_counting {
   /// When set, the item count is this extra figure of the sample instead
   /// (e.g. the tuples a time- or pass-bound run delivered).
   std::string count_figure = {};
+  /// Implementations left out unless named with --impl: a thread that polls
+  /// without ever yielding runs for whole time slices under valgrind, which
+  /// runs one thread at a time (minutes for one count, and not the same twice).
+  std::vector<std::string> uncounted = {};
 };
 
 struct spec {

@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
   };
   s.default_runs = 3;
   s.instructions = bench::instruction_counting{
-      [] { return std::vector<bench::variant>{{"1 worker", {{"items", 500'000}, {"workers", 1}}}}; }, "item", items};
+      [] { return std::vector<bench::variant>{{"1 worker", {{"items", 500'000}, {"workers", 1}}}}; },
+      "item",
+      items,
+      {},
+      {"lamport"}};
   return bench::run_main(argc, argv, s);
 }

@@ -114,18 +114,19 @@ void worker::put_next(resumable* r) noexcept {
   // (announce_next). A displaced actor goes to the deque, which wakes a
   // parked worker if nobody searches.
   if (resumable* old = next_.exchange(r, std::memory_order_acq_rel)) {
-    next_unannounced_ = false;
+    next_unannounced = false;
     push_lifo(old);
   } else {
-    next_unannounced_ = true;
+    next_unannounced = true;
   }
 }
 
-void announce_next() noexcept {
+thread_local constinit bool next_unannounced = false;
+
+void announce_next_slow() noexcept {
+  next_unannounced = false;
   worker* w = current_worker;
-  if (w == nullptr || !w->next_unannounced_) return;
-  w->next_unannounced_ = false;
-  if (w->next_.load(std::memory_order_relaxed) != nullptr) w->announce();
+  if (w != nullptr && w->next_.load(std::memory_order_relaxed) != nullptr) w->announce();
 }
 
 void worker::announce() noexcept { sched_->notify_from_worker(); }

@@ -59,7 +59,7 @@ class alignas(cache_line) worker {
   friend bool worker_is_free() noexcept;
   friend bool help_one() noexcept;
   friend scheduler* current_scheduler() noexcept;
-  friend void announce_next() noexcept;
+  friend void announce_next_slow() noexcept;
 
  public:
   static constexpr std::uint64_t ring_size = tuning::worker_ring;
@@ -94,7 +94,6 @@ class alignas(cache_line) worker {
   std::size_t index_;
   std::uint32_t tick_ = 0;
   std::uint32_t next_streak_ = 0;
-  bool next_unannounced_ = false;  // put_next filled the slot and woke nobody
   std::uint64_t rng_ = 0x9e3779b97f4a7c15ULL;
   std::uint32_t spin_budget_;             // search rounds before parking (moderate adapts it)
   std::vector<resumable*> seen_next_;     // per victim: its next slot one round ago

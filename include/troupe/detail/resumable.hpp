@@ -29,8 +29,14 @@ bool help_one() noexcept;
 /// On a worker: an activation that goes on past its first unit of work calls
 /// this; an actor it woke into the worker's next slot (which wakes nobody
 /// by itself) is then announced to the parked workers, since it may wait
-/// there a while. Cheap (a thread-local and a flag) when there is none.
-void announce_next() noexcept;
+/// there a while. Inline: one thread-local test when there is none (it is
+/// called for every message after the first of an activation).
+extern thread_local constinit bool next_unannounced;  // put_next filled the slot and woke nobody
+void announce_next_slow() noexcept;
+inline void announce_next() noexcept {
+  if (next_unannounced) [[unlikely]]
+    announce_next_slow();
+}
 
 class resumable {
  public:
