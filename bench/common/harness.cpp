@@ -807,10 +807,13 @@ int run_main(int argc, char** argv, const spec& s) {
   if (!opt.variants.empty()) {
     // --variant NAME: the variant labelled NAME (split_commas drops spaces,
     // so they are not compared), or those whose label's first word is NAME.
+    // (A label with commas, "no work, 2 farms of 4", is named by its first
+    // word without the comma: "no".)
     auto named = [](const variant& v, const std::string& name) {
       std::string squeezed = v.label;
       squeezed.erase(std::remove(squeezed.begin(), squeezed.end(), ' '), squeezed.end());
-      return squeezed == name || v.label.substr(0, v.label.find(' ')) == name;
+      std::string first = v.label.substr(0, v.label.find_first_of(" ,"));
+      return squeezed == name || first == name;
     };
     for (auto& name : opt.variants)
       if (std::none_of(variants.begin(), variants.end(), [&](const variant& v) { return named(v, name); })) {
