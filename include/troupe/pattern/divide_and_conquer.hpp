@@ -79,7 +79,15 @@ auto dac_parallel(actor_system& sys, P&& p, Spec& spec) {
 /// Solves `problem` with `spec`; see the top of this header.
 template <class P, class IsBase, class Solve, class Divide, class Combine, class Sequential>
 auto divide_and_conquer(actor_system& sys, P problem, dac<IsBase, Solve, Divide, Combine, Sequential> spec) {
-  return detail::dac_parallel(sys, std::move(problem), spec);
+  if (detail::on_worker_thread()) return detail::dac_parallel(sys, std::move(problem), spec);
+  // From outside the pool (main): the whole problem is a task and the caller
+  // only waits. Working on the first sub-problem here as well would put one
+  // thread more than there are workers on the cores.
+  decltype(detail::dac_parallel(sys, std::move(problem), spec)) result{};
+  task_group g{sys};
+  g.run([&] { result = detail::dac_parallel(sys, std::move(problem), spec); });
+  g.wait();
+  return result;
 }
 
 /// divide_and_conquer as a stream stage: each input is a problem, its result
