@@ -386,6 +386,7 @@ void local_actor::leave(const group& g) {
 }
 void local_actor::on_exit() noexcept {
   yield_ = false;
+  hold_ = false;
   overloaded_ = actor{};
   auto me = handle();
   for (auto& s : groups_) group{s}.unsubscribe(me);

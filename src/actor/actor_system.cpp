@@ -235,7 +235,7 @@ actor actor_system::launch(event_actor* a, bool detached, const affinity& own) {
     for (;;) {
       self->sem_->acquire();
       self->waiting_.store(false, std::memory_order_release);
-      while (self->resume(throughput) == detail::resume_result::again) {
+      for (auto r = self->resume(throughput); r != detail::resume_result::done; r = self->resume(throughput)) {
       }
       note_activity();
       if (self->terminated()) break;

@@ -228,11 +228,47 @@ resumable* worker::pop_local() noexcept {
   return steal();  // own ring, FIFO
 }
 
+// Actors that flood a receiver (resume_result::held) wait on their worker
+// until the receiver is back under its mailbox's soft limit: every 16th pick
+// looks whether one may go on, and so does a worker without other work (its
+// own or stolen) while it spins, up to tuning::hold_max_us; then the oldest
+// runs anyway (two actors flooding each other, or a receiver that waits for
+// the held actor, must not wait forever).
+resumable* worker::take_held(bool ready_only) noexcept {
+  for (auto it = held_.begin(); it != held_.end(); ++it) {
+    if (ready_only && it->r->held_back()) continue;
+    resumable* r = it->r;
+    held_.erase(it);
+    return r;
+  }
+  return nullptr;
+}
+
+void worker::hold(resumable* r) noexcept {
+  try {
+    held_.push_back({r, std::chrono::steady_clock::now()});
+  } catch (...) {
+    push_local(r);  // out of memory: it only yields
+  }
+}
+
+resumable* worker::wait_for_held() noexcept {
+  const auto limit = held_.front().since + std::chrono::microseconds{tuning::hold_max_us};
+  for (;;) {
+    if (auto* r = take_held(true)) return r;
+    if (auto* r = search_round()) return r;
+    if (std::chrono::steady_clock::now() >= limit) return take_held(false);
+    for (int k = 0; k < 64; ++k) cpu_relax();
+  }
+}
+
 resumable* worker::find_work() noexcept {
   // Every 61st pick looks at the global queue first, so external work is not
   // starved by a busy local loop.
   if (++tick_ % 61 == 0)
     if (auto* r = sched_->pop_global()) return r;
+  if (!held_.empty() && tick_ % 16 == 0)
+    if (auto* r = take_held(true)) return r;
   if (auto* r = pop_local()) return r;
   return sched_->pop_global();
 }
@@ -242,6 +278,7 @@ resumable* worker::search() noexcept {
   // Out of work: give back the references held for batching (an actor whose
   // last handle is among them can then end as unreachable).
   flush_deferred();
+  if (!held_.empty()) return wait_for_held();
   for (;;) {
     for (std::uint32_t round = 0; round < spin_budget_; ++round) {
       if (s.stop_.load(std::memory_order_acquire)) return nullptr;
@@ -304,6 +341,7 @@ void worker::run_one(resumable* r) noexcept {
   auto result = r->resume(sched_->throughput_);
   after_activation();
   if (result == resume_result::again) push_local(r);
+  else if (result == resume_result::held) hold(r);
   activations_.store(activations_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -95,8 +96,16 @@ class alignas(cache_line) worker {
   std::uint32_t tick_ = 0;
   std::uint32_t next_streak_ = 0;
   std::uint64_t rng_ = 0x9e3779b97f4a7c15ULL;
-  std::uint32_t spin_budget_;             // search rounds before parking (moderate adapts it)
-  std::vector<resumable*> seen_next_;     // per victim: its next slot one round ago
+  std::uint32_t spin_budget_;          // search rounds before parking (moderate adapts it)
+  std::vector<resumable*> seen_next_;  // per victim: its next slot one round ago
+  struct held_entry {
+    resumable* r;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::vector<held_entry> held_;  // returned `held` (they flood a receiver), oldest first
+  resumable* take_held(bool ready_only) noexcept;
+  void hold(resumable* r) noexcept;
+  resumable* wait_for_held() noexcept;    // out of other work, with actors held
   std::vector<std::uint64_t> seen_runs_;  // per victim: its activations one round ago
 
   static constexpr std::int64_t lifo_size = tuning::worker_deque;

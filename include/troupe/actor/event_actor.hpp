@@ -115,6 +115,7 @@ class event_actor : public local_actor {
   void set_error_handler(std::function<void(error&)> f) { hooks().on_error = std::move(f); }
 
   detail::resume_result resume(std::size_t throughput) override;
+  bool held_back() const noexcept override;
 
  protected:
   /// The initial behavior; called once, on the actor's first activation.

@@ -2,7 +2,10 @@
 //   auto g = sys.groups().get("prices");
 //   self.join(g);             // inside a subscriber
 //   self.send(g, tick{...});  // every subscriber gets its own copy
-// Publications carry no sender (sender() is empty in the subscriber).
+// Publications carry no sender (sender() is empty in the subscriber). A
+// subscriber over its mailbox's soft limit holds an event-actor publisher
+// back (its worker runs it again once that subscriber has drained, or when
+// it has nothing else to run): publications cannot outrun subscribers.
 // Subscribers leave automatically when they end. Publishing takes a
 // snapshot of the subscriber list (one shared_ptr copy under a mutex) and
 // enqueues one copy per subscriber: values must be copyable.
@@ -69,12 +72,14 @@ void local_actor::send(const group& g, Ts&&... xs) {
   static_assert((std::is_copy_constructible_v<std::decay_t<Ts>> && ...),
                 "values published to a group must be copyable: each subscriber gets a copy");
   auto subs = g.subscribers();
-  // Publications are anonymous (no sender): a sender handle in every copy
-  // would make all subscribers count references on the publisher's cache
-  // line. Put the publisher into the message if replies are wanted.
+  // A subscriber over its soft limit holds the publisher back until it has
+  // drained (event_actor::resume). Publications are anonymous (no sender):
+  // a sender handle in every copy would make all subscribers count
+  // references on the publisher's cache line. Put the publisher into the
+  // message if replies are wanted.
   for (auto& s : *subs) {
     deliver(s, detail::make_message(actor{}, 0, xs...));
-    note_load(s);
+    note_load(s, true);
   }
 }
 

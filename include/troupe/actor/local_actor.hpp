@@ -131,13 +131,17 @@ class local_actor : public actor_cell {
 
   /// After a send: an overloaded receiver makes this actor yield after the
   /// current message (see config::mailbox_soft_limit).
-  void note_load(const actor& dest) noexcept {
+  /// `hold`: a group publication; the actor is then held back until the
+  /// receiver has drained (event_actor::resume), not only made to yield.
+  void note_load(const actor& dest, bool hold = false) noexcept {
     if (dest && dest->mailbox_size() > soft_limit_ && !yield_) {
       yield_ = true;
+      hold_ = hold;
       overloaded_ = dest;
     }
   }
   bool yield_ = false;
+  bool hold_ = false;
   actor overloaded_;  // the receiver that made us yield
   std::size_t soft_limit_;
 

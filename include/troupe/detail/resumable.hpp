@@ -11,6 +11,10 @@ namespace troupe::detail {
 enum class resume_result {
   done,   ///< idle or finished: the scheduler forgets it (it re-queues itself when needed)
   again,  ///< still has work: queue it again behind the others (fairness)
+  /// still has work, but it floods a receiver: the worker keeps it aside and
+  /// runs it again once held_back() turns false, or when it has nothing else
+  /// to run (only from a scheduler worker; elsewhere `again`)
+  held,
 };
 
 /// Per-thread deferred work of the layers above (batched reference count
@@ -41,6 +45,9 @@ inline void announce_next() noexcept {
 class resumable {
  public:
   virtual resume_result resume(std::size_t throughput) = 0;
+  /// After resume() returned `held`: whether it should still wait (read by
+  /// the worker that holds it, while nothing else runs it).
+  virtual bool held_back() const noexcept { return false; }
 
  protected:
   ~resumable() = default;

@@ -30,6 +30,11 @@ inline constexpr std::uint32_t spin_rounds_relaxed = 10;
 /// nobody, so an actor left there behind a long activation waits at most
 /// about this long for a thief. 1000 wake-ups/s cost ~1% of a core.
 inline constexpr std::uint32_t park_recheck_us = 1000;
+/// An actor held back because it floods a receiver (a group publisher)
+/// waits at most this long on its worker; then it runs whatever the
+/// receiver's mailbox holds (two actors flooding each other, or a receiver
+/// waiting for the held actor, must not wait forever).
+inline constexpr std::uint32_t hold_max_us = 1000;
 /// A parking worker checks its wake flag this many times with a pause, then
 /// this many times with a yield, before it sleeps on the futex (libstdc++'s
 /// atomic wait does 12 and 4): a wake-up that comes meanwhile costs no sleep.
