@@ -250,8 +250,8 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
     if (std::exchange(hold_, false) && yielding && flooded && detail::on_worker_thread()) {
       // A publisher that floods a subscriber is held back (the sender side of
       // backpressure, as a bounded channel does): our worker runs us again
-      // once the subscriber is back under its soft limit, or when it has
-      // nothing else to run. Still scheduled, so nobody else runs us
+      // once the subscriber is back under its soft limit, or after
+      // tuning::hold_max_us at the latest. Still scheduled, so nobody else runs us
       // meanwhile and the handle below is ours to read. (Plain sends only
       // yield: held back, a sender resumes only when its worker looks, every
       // 16th pick or when it runs out of work, and fan_in lost 10-20% to

@@ -9,8 +9,13 @@
 //    slot: the owner runs the newest first (depth-first, a small live set for
 //    actor trees), thieves take the oldest (the biggest pieces of work);
 //  - a FIFO ring for actors that used up their throughput and yielded, so
-//    that yielding actors take turns fairly. Work from outside the
-// workers (main thread, timers, detached actors) goes through a global queue.
+//    that yielding actors take turns fairly.
+// Besides, a private list of actors held back (resume_result::held: a group
+// publisher that overloads a subscriber), run again when their receiver has
+// drained (checked every 16th pick, and continuously while the worker has
+// nothing else to do) or, at the latest, after hold_max_us.
+// Work from outside the workers (main thread, timers, detached actors) goes
+// through a global queue.
 // Idle workers spin according to the polling strategy (moderate: as long as
 // spinning has recently paid off, see worker::search), then park on a futex;
 // a producer wakes a parked worker only when nobody is searching for work and

@@ -4,8 +4,8 @@
 //   self.send(g, tick{...});  // every subscriber gets its own copy
 // Publications carry no sender (sender() is empty in the subscriber). A
 // subscriber over its mailbox's soft limit holds an event-actor publisher
-// back (its worker runs it again once that subscriber has drained, or when
-// it has nothing else to run): publications cannot outrun subscribers.
+// back (its worker runs it again once that subscriber has drained, or after
+// 1 ms at the latest): publications cannot outrun subscribers.
 // Subscribers leave automatically when they end. Publishing takes a
 // snapshot of the subscriber list (one shared_ptr copy under a mutex) and
 // enqueues one copy per subscriber: values must be copyable.

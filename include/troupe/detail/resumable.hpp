@@ -12,8 +12,9 @@ enum class resume_result {
   done,   ///< idle or finished: the scheduler forgets it (it re-queues itself when needed)
   again,  ///< still has work: queue it again behind the others (fairness)
   /// still has work, but it floods a receiver: the worker keeps it aside and
-  /// runs it again once held_back() turns false, or when it has nothing else
-  /// to run (only from a scheduler worker; elsewhere `again`)
+  /// runs it again once held_back() turns false, or after
+  /// tuning::hold_max_us at the latest (only from a scheduler worker;
+  /// elsewhere `again`)
   held,
 };
 
