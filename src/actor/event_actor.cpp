@@ -284,7 +284,7 @@ bool event_actor::wait_for_receiver() noexcept {
   return false;
 }
 
-void event_actor::dispatch(detail::message_node* n) {
+[[gnu::always_inline]] inline void event_actor::dispatch(detail::message_node* n) {
   if (kept_ != nullptr && kept_->awaiting != 0) [[unlikely]] {
     if (!passes_await(*n)) {
       kept_->held.push_back(n);  // after the awaited responses

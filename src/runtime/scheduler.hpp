@@ -138,6 +138,7 @@ class scheduler {
 
   /// Any thread: makes `r` runnable.
   void schedule(resumable* r) noexcept;
+  [[gnu::noinline]] void schedule_outside(resumable* r) noexcept;  // from a thread that is not one of our workers
   /// Any thread: a forked task; on one of our workers it goes to that
   /// worker's LIFO deque (run soon by the owner, stealable by others).
   void schedule_fork(resumable* r) noexcept;

@@ -69,6 +69,8 @@ class actor_cell : public detail::resumable {
   /// ended: the message is then a dead letter (counted; a request gets an
   /// actor_exited error back).
   bool enqueue(detail::message_node* n, priority p = priority::normal) noexcept;
+  /// A message that arrived after the close (enqueue's cold path).
+  [[gnu::noinline]] void bounce(detail::message_node* n) noexcept;
 
   /// Like enqueue, but only if fewer than `limit` messages are queued; the
   /// check and the insertion are one atomic step. On false `n` is destroyed.
