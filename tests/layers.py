@@ -3,7 +3,7 @@
 
 Layers, lowest first: util, runtime, actor, stream (the engine), pattern
 (descriptions), spawn (pattern/spawn_pattern.hpp), api (troupe.hpp,
-fwd.hpp). A public header's layer is its folder; a header under detail/
+fwd.hpp), then the optional modules (net). A public header's layer is its folder; a header under detail/
 names its layer on its first line ("// layer: stream"). Every
 #include "troupe/..." in a header must go to the same layer or a lower one,
 so a public header includes only the internals of its own layer or below;
@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-LAYERS = ["util", "runtime", "actor", "stream", "pattern", "spawn", "api"]
+LAYERS = ["util", "runtime", "actor", "stream", "pattern", "spawn", "api", "net"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](troupe/[^>"]+)[>"]', re.M)
 MARKER = re.compile(r"^// layer: (\w+)\s*$")
 

@@ -28,6 +28,8 @@ std::string_view to_string(errc code) noexcept {
       return "linked_exit";
     case errc::runtime_error:
       return "runtime_error";
+    case errc::remote_unreachable:
+      return "remote_unreachable";
   }
   return "unknown";
 }

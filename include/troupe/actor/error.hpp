@@ -23,6 +23,7 @@ enum class errc : std::uint8_t {
   user_shutdown,        ///< the actor chose to end with an error
   linked_exit,          ///< a linked actor ended with an error
   runtime_error,        ///< other run-time failures (see message)
+  remote_unreachable,   ///< the node of a remote actor was lost (troupe::net)
 };
 
 std::string_view to_string(errc code) noexcept;

@@ -1,0 +1,111 @@
+// The registries of type names and message types (process-wide: every node
+// of the process reads the same ones).
+#include "troupe/net/codec.hpp"
+
+#include <deque>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace troupe::net::detail {
+namespace {
+
+struct registry {
+  std::shared_mutex mtx;
+  std::unordered_map<std::type_index, std::string> names;
+  std::deque<message_type> types;  // stable addresses
+  std::unordered_map<const void*, const message_type*> by_id;
+  std::unordered_map<std::uint64_t, const message_type*> by_hash;
+};
+
+registry& reg() {
+  static registry* r = [] {
+    auto* p = new registry;  // never destroyed: nodes may outlive static destruction order
+    return p;
+  }();
+  return *r;
+}
+
+// The runtime's own messages always cross.
+const bool builtins = [] {
+  add_message<>();
+  add_message<error>();
+  add_message<down_msg>();
+  add_message<exit_msg>();
+  add_message<troupe::detail::kill_msg>();
+  return true;
+}();
+
+}  // namespace
+
+std::uint64_t name_hash(const std::string& name) noexcept {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h == 0 ? 1 : h;
+}
+
+void add_user_type_name(const std::type_info& t, std::string name) {
+  if (name.empty()) throw std::invalid_argument("troupe::net::add_type: the name is empty");
+  auto& r = reg();
+  std::unique_lock lock{r.mtx};
+  auto [it, fresh] = r.names.emplace(std::type_index{t}, name);
+  if (!fresh && it->second != name)
+    throw std::logic_error("troupe::net::add_type: type already named '" + it->second + "', not '" + name + "'");
+}
+
+const std::string& user_type_name(const std::type_info& t) {
+  auto& r = reg();
+  std::shared_lock lock{r.mtx};
+  auto it = r.names.find(std::type_index{t});
+  if (it == r.names.end())
+    throw std::logic_error(std::string{"troupe::net: the type "} + t.name() +
+                           " has no network name: call troupe::net::add_type<T>(\"name\") first");
+  return it->second;
+}
+
+const message_type& register_message(message_type t) {
+  (void)builtins;
+  auto& r = reg();
+  std::unique_lock lock{r.mtx};
+  if (auto it = r.by_hash.find(t.hash); it != r.by_hash.end()) {
+    if (it->second->name != t.name)
+      throw std::logic_error("troupe::net: message types '" + it->second->name + "' and '" + t.name +
+                             "' have the same name hash; rename a type");
+    if (it->second->type_id != t.type_id)
+      throw std::logic_error("troupe::net: two different C++ types are both named '" + t.name + "'");
+    return *it->second;
+  }
+  auto& stored = r.types.emplace_back(std::move(t));
+  r.by_id[stored.type_id] = &stored;
+  r.by_hash[stored.hash] = &stored;
+  return stored;
+}
+
+const message_type* find_message(const void* type_id) noexcept {
+  auto& r = reg();
+  std::shared_lock lock{r.mtx};
+  auto it = r.by_id.find(type_id);
+  return it == r.by_id.end() ? nullptr : it->second;
+}
+
+const message_type* find_message(std::uint64_t hash) noexcept {
+  auto& r = reg();
+  std::shared_lock lock{r.mtx};
+  auto it = r.by_hash.find(hash);
+  return it == r.by_hash.end() ? nullptr : it->second;
+}
+
+std::vector<std::uint64_t> registered_hashes() {
+  (void)builtins;
+  auto& r = reg();
+  std::shared_lock lock{r.mtx};
+  std::vector<std::uint64_t> out;
+  out.reserve(r.by_hash.size());
+  for (auto& [h, _] : r.by_hash) out.push_back(h);
+  return out;
+}
+
+}  // namespace troupe::net::detail

@@ -1,0 +1,441 @@
+// troupe::net in one process: two actor systems, each with its own node,
+// talking over loopback TCP (the same code path as two processes). The
+// multi-process failure tests are in net_process_test.cpp.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+
+#include "troupe/net/node.hpp"
+
+using namespace std::chrono_literals;
+using troupe::actor;
+using troupe::behavior;
+using troupe::errc;
+using troupe::error;
+using troupe::event_actor;
+namespace net = troupe::net;
+
+namespace {
+
+struct point {
+  double x = 0, y = 0;
+};
+struct shape {  // written through cereal
+  std::string name;
+  std::vector<point> corners;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(name, corners);
+  }
+};
+template <class Archive>
+void serialize(Archive& ar, point& p) {
+  ar(p.x, p.y);
+}
+struct add_atom {};
+struct hold_atom {};
+struct quit_atom {};
+struct where_atom {};
+using calculator = troupe::typed_actor<int(add_atom, int, int)>;
+
+void register_types() {
+  static const bool once = [] {
+    net::add_type<point>("point");
+    net::add_type<shape>("shape");
+    net::add_type<add_atom>("add_atom");
+    net::add_type<hold_atom>("hold_atom");
+    net::add_type<quit_atom>("quit_atom");
+    net::add_type<where_atom>("where_atom");
+    net::add_message<int>();
+    net::add_message<std::int64_t>();
+    net::add_message<std::string>();
+    net::add_message<shape>();
+    net::add_message<hold_atom>();
+    net::add_message<quit_atom>();
+    net::add_message<troupe::get_atom>();
+    net::add_message<where_atom, actor>();
+    net::add_message<std::string, actor>();
+    net::add_message<std::vector<std::int64_t>>();
+    return true;
+  }();
+  (void)once;
+}
+
+net::node_config plain(const char* name) {
+  net::node_config c;
+  c.security = net::security::plaintext;
+  c.name = name;
+  return c;
+}
+
+/// Two systems and nodes; `server` listens on a free loopback port.
+struct pair_fixture {
+  explicit pair_fixture(net::node_config sc = plain("server"), net::node_config cc = plain("client"))
+      : server_sys{troupe::config{.workers = 2}},
+        client_sys{troupe::config{.workers = 2}},
+        server{server_sys, std::move(sc)},
+        client{client_sys, std::move(cc)} {
+    register_types();
+    endpoint = server.listen("tcp://127.0.0.1:*");
+  }
+  troupe::actor_system server_sys;
+  troupe::actor_system client_sys;
+  net::node server;
+  net::node client;
+  std::string endpoint;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- codec
+
+TEST(net_codec, values_round_trip) {
+  register_types();
+  std::string buf;
+  net::writer w{buf, nullptr};
+  shape s{"tri", {{0, 0}, {1, 0}, {0, 1}}};
+  net::codec<shape>::write(w, s);
+  net::codec<std::string>::write(w, std::string{"hello"});
+  net::codec<std::vector<std::int64_t>>::write(w, std::vector<std::int64_t>{1, 2, 3});
+  net::codec<bool>::write(w, true);
+  net::codec<error>::write(w, error{errc::user_shutdown, "bye"});
+  net::reader r{buf.data(), buf.data() + buf.size(), nullptr};
+  shape s2;
+  std::string str;
+  std::vector<std::int64_t> v;
+  bool b = false;
+  error e;
+  net::codec<shape>::read(r, s2);
+  net::codec<std::string>::read(r, str);
+  net::codec<std::vector<std::int64_t>>::read(r, v);
+  net::codec<bool>::read(r, b);
+  net::codec<error>::read(r, e);
+  EXPECT_EQ(r.left(), 0U);
+  EXPECT_EQ(s2.name, "tri");
+  ASSERT_EQ(s2.corners.size(), 3U);
+  EXPECT_EQ(s2.corners[2].y, 1.0);
+  EXPECT_EQ(str, "hello");
+  EXPECT_EQ(v, (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_TRUE(b);
+  EXPECT_EQ(e.code(), errc::user_shutdown);
+  EXPECT_EQ(e.message(), "bye");
+}
+
+TEST(net_codec, every_truncation_is_a_decode_error) {
+  register_types();
+  std::string buf;
+  net::writer w{buf, nullptr};
+  net::codec<shape>::write(w, shape{"square", {{0, 0}, {1, 0}, {1, 1}, {0, 1}}});
+  net::codec<std::vector<std::int64_t>>::write(w, std::vector<std::int64_t>{7, 8});
+  for (std::size_t len = 0; len < buf.size(); ++len) {
+    net::reader r{buf.data(), buf.data() + len, nullptr};
+    EXPECT_THROW(
+        {
+          shape s;
+          std::vector<std::int64_t> v;
+          net::codec<shape>::read(r, s);
+          net::codec<std::vector<std::int64_t>>::read(r, v);
+        },
+        net::decode_error)
+        << "length " << len;
+  }
+}
+
+TEST(net_codec, a_huge_length_is_refused_before_allocating) {
+  std::string buf;
+  net::writer w{buf, nullptr};
+  w.raw(std::uint32_t{0xffffffff});
+  buf += "abc";
+  net::reader r{buf.data(), buf.data() + buf.size(), nullptr};
+  std::string s;
+  EXPECT_THROW(net::codec<std::string>::read(r, s), net::decode_error);
+}
+
+TEST(net_codec, a_type_without_a_name_is_a_clear_error) {
+  struct nameless {
+    int a;
+  };
+  try {
+    net::add_message<nameless>();
+    FAIL() << "expected std::logic_error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("add_type"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------- messaging
+
+TEST(net, request_response_with_a_dynamic_actor) {
+  pair_fixture f;
+  f.server.publish(f.server_sys.spawn([](event_actor&) { return behavior{[](int x) { return x * 2; }}; }), "doubler");
+  auto d = f.client.remote_actor({f.endpoint, {}}, "doubler", 5s);
+  ASSERT_TRUE(d);
+  troupe::scoped_actor self{f.client_sys};
+  int got = 0;
+  self->request(d, 5s, 21).receive([&](int v) { got = v; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(got, 42);
+}
+
+TEST(net, typed_actor_keeps_its_static_interface) {
+  pair_fixture f;
+  calculator c = f.server_sys.spawn(
+      [](event_actor&) -> calculator::behavior_type { return {[](add_atom, int a, int b) { return a + b; }}; });
+  f.server.publish(c, "calc");
+  auto rc = f.client.remote_actor<calculator>({f.endpoint, {}}, "calc", 5s);
+  troupe::scoped_actor self{f.client_sys};
+  int got = 0;
+  self->request(rc, 5s, add_atom{}, 20, 22).receive([&](int v) { got = v; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(got, 42);
+  // The same name looked up with another interface is refused.
+  using other = troupe::typed_actor<void(quit_atom)>;
+  EXPECT_THROW(f.client.remote_actor<other>({f.endpoint, {}}, "calc", 5s), net::net_error);
+}
+
+TEST(net, user_types_cross_through_cereal) {
+  pair_fixture f;
+  f.server.publish(f.server_sys.spawn([](event_actor&) {
+    return behavior{[](const shape& s) { return s.name + ":" + std::to_string(s.corners.size()); }};
+  }),
+                   "shapes");
+  auto a = f.client.remote_actor({f.endpoint, {}}, "shapes", 5s);
+  troupe::scoped_actor self{f.client_sys};
+  std::string got;
+  self->request(a, 5s, shape{"tri", {{0, 0}, {1, 0}, {0, 1}}})
+      .receive([&](const std::string& s) { got = s; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(got, "tri:3");
+}
+
+TEST(net, handles_inside_messages_become_proxies_and_route_back) {
+  pair_fixture f;
+  // The server answers to whatever actor it is given (not to the sender).
+  f.server.publish(f.server_sys.spawn([](event_actor& self) {
+    return behavior{[&self](where_atom, actor reply_to) { self.send(reply_to, std::string{"found you"}); }};
+  }),
+                   "echo");
+  auto echo = f.client.remote_actor({f.endpoint, {}}, "echo", 5s);
+  std::promise<std::string> got;
+  auto listener =
+      f.client_sys.spawn([&got](event_actor&) { return behavior{[&got](const std::string& s) { got.set_value(s); }}; });
+  f.client_sys.send(echo, where_atom{}, listener);
+  auto fut = got.get_future();
+  ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(fut.get(), "found you");
+}
+
+TEST(net, order_is_kept_per_sender_and_receiver) {
+  pair_fixture f;
+  constexpr std::int64_t n = 20'000;
+  std::promise<bool> in_order;
+  f.server.publish(f.server_sys.spawn([&in_order](event_actor&) {
+    return behavior{[&in_order, next = std::int64_t{0}](std::int64_t v) mutable {
+      if (v != next) in_order.set_value(false);
+      if (v != next) next = -1'000'000'000;  // report once
+      if (++next == n) in_order.set_value(true);
+    }};
+  }),
+                   "sink");
+  auto sink = f.client.remote_actor({f.endpoint, {}}, "sink", 5s);
+  f.client_sys.spawn(
+      [](event_actor& self, actor to) {
+        for (std::int64_t i = 0; i < n; ++i) self.send(to, i);
+      },
+      sink);
+  auto fut = in_order.get_future();
+  ASSERT_EQ(fut.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(fut.get());
+}
+
+TEST(net, monitor_sees_a_remote_actor_end_with_its_reason) {
+  pair_fixture f;
+  f.server.publish(f.server_sys.spawn([](event_actor& self) {
+    return behavior{[&self](quit_atom) { self.quit(error{errc::user_shutdown, "asked to"}); }};
+  }),
+                   "mortal");
+  auto m = f.client.remote_actor({f.endpoint, {}}, "mortal", 5s);
+  std::promise<error> down;
+  f.client_sys.spawn(
+      [&down](event_actor& self, actor target) {
+        self.set_down_handler([&down](troupe::down_msg& d) { down.set_value(d.reason); });
+        self.monitor(target);
+        self.send(target, quit_atom{});
+        return behavior{[](int) {}};
+      },
+      m);
+  auto fut = down.get_future();
+  ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
+  auto e = fut.get();
+  EXPECT_EQ(e.code(), errc::user_shutdown);
+  EXPECT_EQ(e.message(), "asked to");
+}
+
+TEST(net, links_work_in_both_directions) {
+  pair_fixture f;
+  // The remote actor traps exits and reports what it got to a local observer.
+  std::promise<errc> remote_saw;
+  f.server.publish(f.server_sys.spawn([&remote_saw](event_actor& self) {
+    self.set_exit_handler([&remote_saw](troupe::exit_msg& m) { remote_saw.set_value(m.reason.code()); });
+    return behavior{[&self](quit_atom) { self.quit(error{errc::user_shutdown, "done"}); }};
+  }),
+                   "partner");
+  auto partner = f.client.remote_actor({f.endpoint, {}}, "partner", 5s);
+  // A local actor links to it and then fails: the remote side gets an exit_msg.
+  f.client_sys.spawn(
+      [](event_actor& self, actor p) {
+        self.link_to(p);
+        self.quit(error{errc::user_shutdown, "local failure"});
+      },
+      partner);
+  auto fut = remote_saw.get_future();
+  ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(fut.get(), errc::user_shutdown);
+  // And the other way: the remote actor ends, a linked local actor learns it.
+  std::promise<errc> local_saw;
+  f.client_sys.spawn(
+      [&local_saw](event_actor& self, actor p) {
+        self.set_exit_handler([&local_saw](troupe::exit_msg& m) { local_saw.set_value(m.reason.code()); });
+        self.link_to(p);
+        self.send(p, quit_atom{});
+        return behavior{[](int) {}};
+      },
+      partner);
+  auto fut2 = local_saw.get_future();
+  ASSERT_EQ(fut2.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(fut2.get(), errc::user_shutdown);
+}
+
+TEST(net, an_unregistered_message_type_fails_the_request_with_its_name) {
+  pair_fixture f;
+  f.server.publish(f.server_sys.spawn([](event_actor&) { return behavior{[](int x) { return x; }}; }), "a");
+  auto a = f.client.remote_actor({f.endpoint, {}}, "a", 5s);
+  troupe::scoped_actor self{f.client_sys};
+  error got;
+  self->request(a, 5s, 1.5f).receive([](float) {}, [&](error& e) { got = e; });
+  EXPECT_NE(got.message().find("not registered"), std::string::npos) << got.to_string();
+  EXPECT_GE(f.client.stats().unsendable, 1U);
+}
+
+TEST(net, lookups_fail_with_clear_errors) {
+  pair_fixture f;
+  try {
+    (void)f.client.remote_actor({f.endpoint, {}}, "nobody", 5s);
+    FAIL() << "expected net_error";
+  } catch (const net::net_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("no actor is published as 'nobody'"), std::string::npos) << e.what();
+  }
+  try {
+    (void)f.client.remote_actor({"tcp://127.0.0.1", {}}, "x", 1s);
+    FAIL() << "expected net_error";
+  } catch (const net::net_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("bad endpoint"), std::string::npos) << e.what();
+  }
+  try {
+    (void)f.client.remote_actor({"tcp://127.0.0.1:1", {}}, "x", 300ms);  // nobody listens on port 1
+    FAIL() << "expected net_error";
+  } catch (const net::net_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("no answer within 300 ms"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(f.server.listen("tcp://not-an-address:x"), net::net_error);
+}
+
+TEST(net, a_closed_node_ends_its_proxies) {
+  pair_fixture f;
+  f.server.publish(f.server_sys.spawn([](event_actor&) { return behavior{[](int x) { return x; }}; }), "a");
+  auto a = f.client.remote_actor({f.endpoint, {}}, "a", 5s);
+  std::promise<errc> down;
+  f.client_sys.spawn(
+      [&down](event_actor& self, actor target) {
+        self.set_down_handler([&down](troupe::down_msg& d) { down.set_value(d.reason.code()); });
+        self.monitor(target);
+        return behavior{[](int) {}};
+      },
+      a);
+  f.server.close();
+  auto fut = down.get_future();
+  ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(fut.get(), errc::remote_unreachable);
+}
+
+// ---------------------------------------------------------------- security
+
+TEST(net_curve, trusted_keys_connect_and_talk) {
+  auto sk = net::generate_key_pair();
+  auto ck = net::generate_key_pair();
+  net::node_config sc{.keys = sk, .trusted_keys = {ck.public_key}, .name = "server"};
+  net::node_config cc{.keys = ck, .trusted_keys = {sk.public_key}, .name = "client"};
+  pair_fixture f{sc, cc};
+  f.server.publish(f.server_sys.spawn([](event_actor&) { return behavior{[](int x) { return x + 1; }}; }), "inc");
+  auto a = f.client.remote_actor({f.endpoint, sk.public_key}, "inc", 5s);
+  troupe::scoped_actor self{f.client_sys};
+  int got = 0;
+  self->request(a, 5s, 1).receive([&](int v) { got = v; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(got, 2);
+}
+
+TEST(net_curve, an_unknown_key_delivers_nothing) {
+  auto sk = net::generate_key_pair();
+  auto stranger = net::generate_key_pair();
+  auto other = net::generate_key_pair();
+  net::node_config sc{.keys = sk, .trusted_keys = {other.public_key}, .name = "server"};
+  net::node_config cc{.keys = stranger, .trusted_keys = {sk.public_key}, .name = "stranger"};
+  pair_fixture f{sc, cc};
+  std::atomic<int> delivered{0};
+  f.server.publish(
+      f.server_sys.spawn([&delivered](event_actor&) { return behavior{[&delivered](int) { ++delivered; }}; }),
+      "guarded");
+  try {
+    (void)f.client.remote_actor({f.endpoint, sk.public_key}, "guarded", 500ms);
+    FAIL() << "expected net_error";
+  } catch (const net::net_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("keys do not match"), std::string::npos) << e.what();
+  }
+  EXPECT_GE(f.server.stats().rejected_keys, 1U);
+  EXPECT_EQ(f.server.stats().frames_in, 0U);
+  EXPECT_EQ(delivered.load(), 0);
+}
+
+TEST(net_curve, bad_keys_in_the_configuration_are_named) {
+  troupe::actor_system sys;
+  try {
+    net::node n{sys, net::node_config{}};
+    FAIL() << "expected net_error";
+  } catch (const net::net_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("node_config.keys"), std::string::npos) << e.what();
+  }
+  auto k = net::generate_key_pair();
+  try {
+    net::node n{sys, net::node_config{.keys = k, .trusted_keys = {"short"}}};
+    FAIL() << "expected net_error";
+  } catch (const net::net_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("trusted_keys[0]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(net_curve, key_files_are_private_and_load_back) {
+  char dir[] = "/tmp/troupe_keys_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string base = std::string{dir} + "/alpha";
+  auto k = net::generate_key_pair();
+  net::save_key_pair(k, base);
+  struct stat st{};
+  ASSERT_EQ(stat((base + ".key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600U);
+  auto back = net::load_key_pair(base + ".key");
+  EXPECT_EQ(back.public_key, k.public_key);
+  EXPECT_EQ(back.secret_key, k.secret_key);
+  EXPECT_EQ(net::load_public_key(base + ".pub"), k.public_key);
+  chmod((base + ".key").c_str(), 0644);
+  EXPECT_THROW(net::load_key_pair(base + ".key"), net::net_error);
+  std::remove((base + ".key").c_str());
+  std::remove((base + ".pub").c_str());
+  rmdir(dir);
+}
