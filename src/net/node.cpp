@@ -258,6 +258,16 @@ class node_core final : public handle_context,
     });
   }
 
+  void feed(const std::string& peer, const std::vector<std::string>& frames) {
+    call<int>([&] {
+      for (auto& f : frames) {
+        auto it = by_routing_.find(peer);
+        handle_frame(it != by_routing_.end() ? it->second : nullptr, &peer, f.data(), f.size());
+      }
+      return 0;
+    });
+  }
+
   std::uint64_t incarnation() const noexcept { return inc_; }
   node_stats stats() const {
     node_stats s;
@@ -1323,6 +1333,9 @@ actor node::remote_actor(const remote_address& where, const std::string& name, s
 actor node::lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
                    std::uint64_t iface) {
   return core_->lookup(where, name, timeout, iface);
+}
+void detail::feed_frames_for_test(node& n, const std::string& peer, const std::vector<std::string>& frames) {
+  n.core_->feed(peer, frames);
 }
 std::uint64_t node::incarnation() const noexcept { return core_->incarnation(); }
 node_stats node::stats() const { return core_->stats(); }

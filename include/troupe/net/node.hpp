@@ -97,9 +97,14 @@ struct node_stats {
   std::size_t peers = 0, proxies = 0, exports = 0;
 };
 
+class node;
+
 namespace detail {
 class node_core;
-}
+/// For the decoder's fuzz test only: hands `frames` to the node's I/O thread
+/// as if they came, in this order, from a new peer named `peer`.
+void feed_frames_for_test(node& n, const std::string& peer, const std::vector<std::string>& frames);
+}  // namespace detail
 
 class node {
  public:
@@ -142,6 +147,7 @@ class node {
   void publish_impl(const actor& a, const std::string& name, std::uint64_t iface);
   actor lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
                std::uint64_t iface);
+  friend void detail::feed_frames_for_test(node&, const std::string&, const std::vector<std::string>&);
   std::shared_ptr<detail::node_core> core_;
 };
 
