@@ -95,6 +95,17 @@ struct pair_fixture {
   std::string endpoint;
 };
 
+std::string describe(const net::node& n) {
+  auto s = n.stats();
+  return "frames in/out " + std::to_string(s.frames_in) + "/" + std::to_string(s.frames_out) + ", messages in/out " +
+         std::to_string(s.messages_in) + "/" + std::to_string(s.messages_out) + ", malformed " +
+         std::to_string(s.malformed) + ", stale " + std::to_string(s.stale) + ", lost " + std::to_string(s.peers_lost) +
+         ", peers " + std::to_string(s.peers) + ", proxies " + std::to_string(s.proxies);
+}
+std::string describe(const pair_fixture& f) {
+  return "server: " + describe(f.server) + "; client: " + describe(f.client);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- codec
@@ -251,7 +262,7 @@ TEST(net, order_is_kept_per_sender_and_receiver) {
       },
       sink);
   auto fut = in_order.get_future();
-  ASSERT_EQ(fut.wait_for(30s), std::future_status::ready);
+  ASSERT_EQ(fut.wait_for(30s), std::future_status::ready) << describe(f);
   EXPECT_TRUE(fut.get());
 }
 
@@ -438,4 +449,34 @@ TEST(net_curve, key_files_are_private_and_load_back) {
   std::remove((base + ".key").c_str());
   std::remove((base + ".pub").c_str());
   rmdir(dir);
+}
+
+// ---------------------------------------------------------------- backpressure
+
+TEST(net, a_slow_remote_receiver_holds_the_network_back) {
+  pair_fixture f;
+  constexpr std::int64_t n = 20'000;
+  std::atomic<std::size_t> peak{0};
+  std::promise<std::int64_t> done;
+  f.server.publish(f.server_sys.spawn([&peak, &done](event_actor& self) {
+    return behavior{[&self, &peak, &done, seen = std::int64_t{0}](std::int64_t) mutable {
+      peak = std::max(peak.load(), self.mailbox_size());
+      if (seen % 16 == 0) std::this_thread::sleep_for(100us);  // a slow consumer
+      if (++seen == n) done.set_value(seen);
+    }};
+  }),
+                   "slow");
+  auto slow = f.client.remote_actor({f.endpoint, {}}, "slow", 5s);
+  f.client_sys.spawn(
+      [](event_actor& self, actor to) {
+        for (std::int64_t i = 0; i < n; ++i) self.send(to, i);
+      },
+      slow);
+  auto fut = done.get_future();
+  ASSERT_EQ(fut.wait_for(60s), std::future_status::ready) << describe(f);
+  EXPECT_EQ(fut.get(), n);  // nothing lost
+  // The receiving node stops reading while the mailbox is over the soft
+  // limit (1024): it overshoots by at most the frames already read.
+  std::printf("peak mailbox of the slow receiver: %zu\n", peak.load());
+  EXPECT_LT(peak.load(), 8U * 1024U);
 }

@@ -26,15 +26,19 @@ registry& reg() {
   return *r;
 }
 
-// The runtime's own messages always cross.
-const bool builtins = [] {
-  add_message<>();
-  add_message<error>();
-  add_message<down_msg>();
-  add_message<exit_msg>();
-  add_message<troupe::detail::kill_msg>();
-  return true;
-}();
+// The runtime's own messages always cross (registered on first use of the
+// registry's readers, whatever the order of static initialisation).
+void ensure_builtins() {
+  static const bool done = [] {
+    add_message<>();
+    add_message<error>();
+    add_message<down_msg>();
+    add_message<exit_msg>();
+    add_message<troupe::detail::kill_msg>();
+    return true;
+  }();
+  (void)done;
+}
 
 }  // namespace
 
@@ -67,7 +71,6 @@ const std::string& user_type_name(const std::type_info& t) {
 }
 
 const message_type& register_message(message_type t) {
-  (void)builtins;
   auto& r = reg();
   std::unique_lock lock{r.mtx};
   if (auto it = r.by_hash.find(t.hash); it != r.by_hash.end()) {
@@ -85,6 +88,7 @@ const message_type& register_message(message_type t) {
 }
 
 const message_type* find_message(const void* type_id) noexcept {
+  ensure_builtins();
   auto& r = reg();
   std::shared_lock lock{r.mtx};
   auto it = r.by_id.find(type_id);
@@ -92,6 +96,7 @@ const message_type* find_message(const void* type_id) noexcept {
 }
 
 const message_type* find_message(std::uint64_t hash) noexcept {
+  ensure_builtins();
   auto& r = reg();
   std::shared_lock lock{r.mtx};
   auto it = r.by_hash.find(hash);
@@ -99,7 +104,7 @@ const message_type* find_message(std::uint64_t hash) noexcept {
 }
 
 std::vector<std::uint64_t> registered_hashes() {
-  (void)builtins;
+  ensure_builtins();
   auto& r = reg();
   std::shared_lock lock{r.mtx};
   std::vector<std::uint64_t> out;

@@ -52,6 +52,7 @@ enum class rec : std::uint8_t {
   monitor,       // u64 id: tell me when it ends
   down,          // u64 id, error
   release,       // u64 id, u64 count
+  bye,           // the peer closes its node
 };
 constexpr std::uint8_t flag_urgent = 1;
 enum : std::uint8_t { lookup_ok = 0, lookup_unknown = 1, lookup_mismatch = 2 };
@@ -142,6 +143,12 @@ struct connection {
     if (peer_inc != 0) s += " (incarnation " + hex(peer_inc) + ")";
     return s;
   }
+};
+
+/// What a lookup ends with: a handle, or why there is none.
+struct lookup_result {
+  actor a;
+  std::string error;
 };
 
 class node_core final : public handle_context,
@@ -323,7 +330,7 @@ class node_core final : public handle_context,
     if (cfg_.security == security::curve && !valid_z85_key(where.public_key))
       throw net_error("troupe::net: remote_actor('" + where.endpoint +
                       "'): the node's public key is missing or not a Z85 CURVE key (40 characters)");
-    auto p = std::make_shared<std::promise<actor>>();
+    auto p = std::make_shared<std::promise<lookup_result>>();
     auto fut = p->get_future();
     call<int>([this, where, name, timeout, iface, p] {
       start_lookup(where, name, timeout, iface, p);
@@ -331,7 +338,9 @@ class node_core final : public handle_context,
     });
     if (fut.wait_for(timeout + std::chrono::seconds{5}) != std::future_status::ready)
       throw net_error("troupe::net: remote_actor('" + where.endpoint + "'): the node's I/O thread did not answer");
-    return fut.get();
+    auto r = fut.get();
+    if (!r.error.empty()) throw net_error(r.error);
+    return std::move(r.a);
   }
 
   // --- handle_context (I/O thread, while a record is written or read) ---
@@ -399,7 +408,7 @@ class node_core final : public handle_context,
     bool monitored = false;
   };
   struct pending_lookup {
-    std::shared_ptr<std::promise<actor>> p;
+    std::shared_ptr<std::promise<lookup_result>> p;
     std::uint64_t conn;
     std::string name;
     std::uint64_t iface;
@@ -696,8 +705,15 @@ class node_core final : public handle_context,
   }
 
   // ------------------------------------------------------------ reading
+  // Reading stops after a few frames or milliseconds, so that the loop
+  // comes back to sending (heartbeats, monitors, releases) and to the timers.
+  bool read_budget_left(int frames, clock::time_point since) const {
+    return frames < 16 && clock::now() - since < std::chrono::milliseconds{2};
+  }
+
   void read_router() {
-    for (int budget = 0; budget < 64; ++budget) {
+    const auto since = clock::now();
+    for (int budget = 0; read_budget_left(budget, since); ++budget) {
       zmq::message_t id, data;
       try {
         if (!router_->recv(id, zmq::recv_flags::dontwait)) return;
@@ -724,7 +740,8 @@ class node_core final : public handle_context,
   }
 
   void read_dealer(std::uint64_t cid) {
-    for (int budget = 0; budget < 64; ++budget) {
+    const auto since = clock::now();
+    for (int budget = 0; read_budget_left(budget, since); ++budget) {
       auto it = conns_.find(cid);
       if (it == conns_.end() || !it->second->dealer) return;
       zmq::message_t data;
@@ -872,10 +889,10 @@ class node_core final : public handle_context,
         if (it == lookups_.end()) return;  // timed out meanwhile
         auto l = std::move(it->second);
         lookups_.erase(it);
-        if (status == lookup_ok && a) l.p->set_value(std::move(a));
+        if (status == lookup_ok && a) l.p->set_value(lookup_result{std::move(a), {}});
         else
-          l.p->set_exception(std::make_exception_ptr(
-              net_error("troupe::net: remote_actor('" + l.endpoint + "', '" + l.name + "'): " + detail)));
+          l.p->set_value(
+              lookup_result{{}, "troupe::net: remote_actor('" + l.endpoint + "', '" + l.name + "'): " + detail});
         return;
       }
       case rec::data:
@@ -912,6 +929,10 @@ class node_core final : public handle_context,
         }
         return;
       }
+      case rec::bye:
+        r.expect_end("bye");
+        lose(c, "the node was closed", false);
+        return;
       case rec::release: {
         auto id = r.raw<std::uint64_t>("release");
         auto n = r.raw<std::uint64_t>("release");
@@ -1040,7 +1061,7 @@ class node_core final : public handle_context,
 
   // ------------------------------------------------------------ lookups
   void start_lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
-                    std::uint64_t iface, const std::shared_ptr<std::promise<actor>>& p) {
+                    std::uint64_t iface, const std::shared_ptr<std::promise<lookup_result>>& p) {
     connection* c = nullptr;
     if (auto it = by_endpoint_.find(where.endpoint); it != by_endpoint_.end()) c = it->second;
     if (c == nullptr) {
@@ -1058,8 +1079,8 @@ class node_core final : public handle_context,
       try {
         conn->dealer->connect(where.endpoint);
       } catch (const zmq::error_t& e) {
-        p->set_exception(std::make_exception_ptr(
-            net_error("troupe::net: remote_actor: bad endpoint '" + where.endpoint + "': " + e.what())));
+        p->set_value(
+            lookup_result{{}, ("troupe::net: remote_actor: bad endpoint '" + where.endpoint + "': " + e.what())});
         return;
       }
       c = conn.get();
@@ -1109,26 +1130,29 @@ class node_core final : public handle_context,
       lookups_.erase(token);
       auto ct = conns_.find(l.conn);
       const bool connected = ct != conns_.end() && ct->second->ready;
-      l.p->set_exception(std::make_exception_ptr(net_error(
-          "troupe::net: remote_actor('" + l.endpoint + "', '" + l.name + "'): no answer within " +
-          std::to_string(l.timeout.count()) + " ms" +
-          (connected ? std::string{" (connected, but the lookup was not answered)"}
-                     : std::string{" (no handshake: nobody listens there, or the keys do not match: the server key "
-                                   "given here, or this node's key not trusted there)"}))));
+      l.p->set_value(lookup_result{
+          {},
+          ("troupe::net: remote_actor('" + l.endpoint + "', '" + l.name + "'): no answer within " +
+           std::to_string(l.timeout.count()) + " ms" +
+           (connected ? std::string{" (connected, but the lookup was not answered)"}
+                      : std::string{" (no handshake: nobody listens there, or the keys do not match: the server key "
+                                    "given here, or this node's key not trusted there)"}))});
       if (ct != conns_.end() && !ct->second->ready) {
         bool others = false;
         for (auto& [t2, l2] : lookups_) others = others || l2.conn == l.conn;
         if (!others) drop_connection(l.conn);
       }
     }
-    if (paused_on_) return;  // liveness cannot be judged while we do not read
+    // Heartbeats go out also while we do not read (paused); liveness is not
+    // judged then, since the peers' frames wait unread.
+    const bool judging = !paused_on_;
     std::vector<std::uint64_t> silent;
     for (auto& [id, c] : conns_) {
       if (!c->ready) {
         if (!c->outgoing && now - c->last_heard > cfg_.heartbeat_timeout) silent.push_back(id);
         continue;
       }
-      if (now - c->last_heard > cfg_.heartbeat_timeout) silent.push_back(id);
+      if (judging && now - c->last_heard > cfg_.heartbeat_timeout) silent.push_back(id);
       else if (now - c->last_sent >= cfg_.heartbeat_interval && c->out.empty() && c->stuck.empty()) heartbeat(*c);
     }
     for (auto id : silent) {
@@ -1142,12 +1166,14 @@ class node_core final : public handle_context,
   // ------------------------------------------------------------ failure
   /// The peer of `c` is gone (or must be treated so): its proxies end, its
   /// requests fail, its exports are dropped. Destroys `c`.
-  void lose(connection& c, const std::string& why) {
+  void lose(connection& c, const std::string& why, bool report = true) {
     const std::uint64_t cid = c.id;
     const std::string what = "troupe::net: lost " + c.describe() + ": " + why;
     if (c.ready) {
       st_.peers_lost.fetch_add(1, std::memory_order_relaxed);
       dead_incs_.insert(c.peer_inc);
+      if (report && !stopping_.load())
+        std::fprintf(stderr, "troupe::net: node '%s': %s\n", cfg_.name.c_str(), what.c_str());
     }
     for (auto& [key, requester] : c.requests)
       actor_cell::deliver(requester, troupe::detail::make_message(actor{}, troupe::detail::response_bit | key.second,
@@ -1171,7 +1197,7 @@ class node_core final : public handle_context,
     }
     for (auto it = lookups_.begin(); it != lookups_.end();) {
       if (it->second.conn == cid) {
-        it->second.p->set_exception(std::make_exception_ptr(net_error(what)));
+        it->second.p->set_value(lookup_result{{}, what});
         it = lookups_.erase(it);
       } else {
         ++it;
@@ -1198,14 +1224,21 @@ class node_core final : public handle_context,
 
   void shutdown_io() {
     run_inputs();
+    // Tell the peers (best effort: up to 200 ms for the last frames to leave).
+    for (auto& [id, c] : conns_) {
+      if (!c->ready) continue;
+      put_record(*c, [](writer& w) { w.raw(static_cast<std::uint8_t>(rec::bye)); });
+      flush(*c);
+      if (c->dealer) c->dealer->set(zmq::sockopt::linger, 200);
+    }
+    if (router_) router_->set(zmq::sockopt::linger, 200);
     std::vector<std::uint64_t> ids;
     for (auto& [id, c] : conns_) ids.push_back(id);
     for (auto id : ids)
       if (auto it = conns_.find(id); it != conns_.end()) lose(*it->second, "this node was closed");
     for (auto* p : ready_) p->release();
     ready_.clear();
-    for (auto& [token, l] : lookups_)
-      l.p->set_exception(std::make_exception_ptr(net_error("troupe::net: the node was closed")));
+    for (auto& [token, l] : lookups_) l.p->set_value(lookup_result{{}, "troupe::net: the node was closed"});
     lookups_.clear();
     for (auto it = exports_.begin(); it != exports_.end();) {
       auto next = std::next(it);
