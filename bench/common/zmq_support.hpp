@@ -19,11 +19,15 @@ namespace bench::zmq_support {
 /// how late a stuck run notices).
 constexpr int slice_ms = 100;
 
-/// A socket that does not linger at close and whose sends and receives
-/// time out after slice_ms.
+/// How long closing a socket may wait for its unsent messages (a server's
+/// last answer goes out while it shuts down; with 0 it could be dropped).
+constexpr int linger_ms = 1000;
+
+/// A socket that lingers at most linger_ms at close and whose sends and
+/// receives time out after slice_ms.
 inline zmq::socket_t make_socket(zmq::context_t& ctx, zmq::socket_type type) {
   zmq::socket_t s{ctx, type};
-  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::linger, linger_ms);
   s.set(zmq::sockopt::rcvtimeo, slice_ms);
   s.set(zmq::sockopt::sndtimeo, slice_ms);
   return s;
