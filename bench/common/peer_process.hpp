@@ -47,14 +47,16 @@ namespace bench::peer {
 
 using clock = std::chrono::steady_clock;
 
-/// How long one run may take, both processes and all of their waits: a
-/// stuck run fails with the name of the wait it was stuck in, before the
-/// harness's timeout (spec::timeout_s) kills it without one.
+/// How long one run may take by default, both processes and all of their
+/// waits: a stuck run fails with the name of the wait it was stuck in, before
+/// the harness's timeout (spec::timeout_s, 120 s by default) kills it without
+/// one. A benchmark with longer runs passes a longer limit and raises its
+/// spec::timeout_s to match.
 constexpr std::chrono::seconds time_limit{100};
 
 /// The deadline of a run that starts now. steady_clock is CLOCK_MONOTONIC,
 /// one clock for the whole machine, so the server process can use it too.
-inline clock::time_point deadline_from_now() { return clock::now() + time_limit; }
+inline clock::time_point deadline_from_now(std::chrono::seconds limit = time_limit) { return clock::now() + limit; }
 
 /// Throws std::runtime_error("<what>: deadline passed") once `deadline` is over.
 inline void check_deadline(clock::time_point deadline, const std::string& what) {

@@ -61,7 +61,7 @@ void serve(const bench::peer::reporter& report, bench::peer::clock::time_point d
 
 bench::sample bench::run_caf(const params& p) {
   const auto round_trips = p.get("round_trips");
-  const auto deadline = peer::deadline_from_now();
+  const auto deadline = peer::deadline_from_now(remote_ping_pong::time_limit(round_trips));
   peer::server_process server{[deadline](const peer::reporter& report) { serve(report, deadline); }};
   const auto port = server.ports(deadline).at(0);
 

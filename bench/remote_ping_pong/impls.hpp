@@ -23,6 +23,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -36,6 +37,13 @@ sample run_caf(const params& p);
 sample run_zmq(const params& p);
 
 namespace remote_ping_pong {
+
+/// The run's time limit (peer::deadline_from_now): 60 s plus 1 ms per round
+/// trip, 80 s quick and 260 s full (CAF does about 4'000 rt/s on the 2-core
+/// reference machine: 50 s full); main.cpp sets the harness timeout to 300 s.
+inline std::chrono::seconds time_limit(std::int64_t round_trips) {
+  return std::chrono::seconds{60 + round_trips / 1'000};
+}
 
 /// Adds p50_us and p99_us (nearest rank) of the round trips' latencies in
 /// nanoseconds; reorders `ns`.

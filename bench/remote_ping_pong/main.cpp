@@ -13,5 +13,6 @@ int main(int argc, char** argv) {
   s.variants = [](bool full) {
     return std::vector<bench::variant>{{"loopback", {{"round_trips", full ? 200'000 : 20'000}}}};
   };
+  s.timeout_s = 300;  // above the runs' own time limit (impls.hpp)
   return bench::run_main(argc, argv, s);
 }
