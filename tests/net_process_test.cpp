@@ -4,6 +4,7 @@
 // bind loopback addresses only, and are killed and reaped by every test (an
 // alarm ends a child that would outlive its test).
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,44 +59,73 @@ net::node_config quick(const char* name) {
 /// node's incarnation) and "sleeper" (never answers never_atom).
 class child {
  public:
-  /// `endpoint`: where to listen ("tcp://127.0.0.1:*" picks a port).
-  explicit child(const std::string& endpoint) {
+  /// A server child: `endpoint` is where it listens ("tcp://127.0.0.1:*"
+  /// picks a port); `prefix` runs it through another command (ip netns exec).
+  explicit child(const std::string& endpoint, const std::vector<std::string>& prefix = {})
+      : child{"TROUPE_NET_TEST_CHILD=" + endpoint, prefix, 0} {
+    endpoint_ = read_line(std::chrono::seconds{20});
+    if (endpoint_.empty() || endpoint_.rfind("error", 0) == 0) {
+      kill_now();
+      throw std::runtime_error("the child did not report its endpoint: '" + endpoint_ + "'");
+    }
+  }
+  /// A child in the mode `var` (NAME=value) selects (see main).
+  child(const std::string& var, const std::vector<std::string>& prefix, int) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
     // The child runs this test binary again (see main): a fresh process,
     // not a fork of this multi-threaded one.
-    std::string var_endpoint = "TROUPE_NET_TEST_CHILD=" + endpoint;
+    std::string var_mode = var;
     std::string var_fd = "TROUPE_NET_TEST_FD=" + std::to_string(fds[1]);
     std::vector<char*> env;
     for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-    env.push_back(var_endpoint.data());
+    env.push_back(var_mode.data());
     env.push_back(var_fd.data());
     env.push_back(nullptr);
-    char exe[] = "/proc/self/exe";
-    char* args[] = {exe, nullptr};
+    std::vector<std::string> words = prefix;
+    words.emplace_back("/proc/self/exe");
+    if (!prefix.empty()) {  // the program to run after the prefix: this binary, by its real path
+      char path[4096] = {};
+      auto n = readlink("/proc/self/exe", path, sizeof path - 1);
+      if (n > 0) words.back() = std::string{path, static_cast<std::size_t>(n)};
+    }
+    std::vector<char*> args;
+    for (auto& w : words) args.push_back(w.data());
+    args.push_back(nullptr);
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork");
     if (pid_ == 0) {
       close(fds[0]);
-      execve(exe, args, env.data());
+      execvpe(args[0], args.data(), env.data());
       _exit(127);
     }
     close(fds[1]);
-    char buf[256] = {};
-    std::size_t got = 0;
-    while (got < sizeof buf - 1) {
-      auto n = read(fds[0], buf + got, sizeof buf - 1 - got);
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-      if (std::memchr(buf, '\n', got) != nullptr) break;
+    fd_ = fds[0];
+  }
+
+  /// The next line the child wrote (without the newline); "" at EOF or
+  /// after `timeout`.
+  std::string read_line(std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+        auto line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return line;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || fd_ < 0) return {};
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char tmp[256];
+      auto n = read(fd_, tmp, sizeof tmp);
+      if (n <= 0) {
+        close(fd_);
+        fd_ = -1;
+        return {};
+      }
+      buf_.append(tmp, static_cast<std::size_t>(n));
     }
-    close(fds[0]);
-    std::string s{buf, got};
-    if (s.empty() || s.back() != '\n') {
-      kill_now();
-      throw std::runtime_error("the child did not report its endpoint: '" + s + "'");
-    }
-    endpoint_ = s.substr(0, s.size() - 1);
   }
   ~child() { kill_now(); }
   child(const child&) = delete;
@@ -104,6 +134,10 @@ class child {
   const std::string& endpoint() const { return endpoint_; }
   void signal(int sig) const { ::kill(pid_, sig); }
   void kill_now() {
+    if (fd_ >= 0) {
+      close(fd_);
+      fd_ = -1;
+    }
     if (pid_ <= 0) return;
     ::kill(pid_, SIGCONT);
     ::kill(pid_, SIGKILL);
@@ -143,6 +177,8 @@ class child {
   }
 
   pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string buf_;
   std::string endpoint_;
 
  public:
@@ -415,11 +451,118 @@ TEST(net_fuzz, malformed_frames_are_counted_never_fatal) {
   EXPECT_EQ(markers->load(), 2);
 }
 
-int main(int argc, char** argv) {
-  if (const char* endpoint = std::getenv("TROUPE_NET_TEST_CHILD")) {
-    const char* fd = std::getenv("TROUPE_NET_TEST_FD");
-    return child::main_of_child(endpoint, fd != nullptr ? std::atoi(fd) : 1);
+// ---------------------------------------------------------------- a cut link
+
+namespace {
+
+/// The watcher child: looks up "counter" at `endpoint`, monitors it, writes
+/// "ready", then "down <reason>" when the down message comes (or "timeout").
+int watcher_main(const char* endpoint, int out) {
+  alarm(60);
+  auto say = [out](const std::string& line) {
+    std::string l = line + "\n";
+    [[maybe_unused]] auto n = write(out, l.data(), l.size());
+  };
+  register_types();
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  net::node n{sys, quick("watcher")};
+  actor counter;
+  try {
+    counter = n.remote_actor({endpoint, {}}, "counter", 10s);
+  } catch (const std::exception& e) {
+    say(std::string{"error "} + e.what());
+    return 1;
   }
+  std::promise<error> down;
+  std::promise<void> armed;
+  sys.spawn(
+      [&down, &armed](event_actor& self, actor target) {
+        self.set_down_handler([&down](troupe::down_msg& d) { down.set_value(d.reason); });
+        self.monitor(target);
+        armed.set_value();
+        return behavior{[](int) {}};
+      },
+      counter);
+  armed.get_future().wait();
+  say("ready");
+  auto f = down.get_future();
+  if (f.wait_for(20s) != std::future_status::ready) {
+    say("timeout");
+    return 1;
+  }
+  say("down " + std::string{troupe::to_string(f.get().code())});
+  return 0;
+}
+
+bool run_quiet(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+
+/// Two network namespaces joined by a veth pair (removed again on exit).
+struct namespaces {
+  std::string a, b, veth_a, veth_b;
+  bool ok = false;
+  std::string why;
+  namespaces() {
+    const auto id = std::to_string(getpid());
+    a = "trp" + id + "a";
+    b = "trp" + id + "b";
+    veth_a = "trv" + id + "a";
+    veth_b = "trv" + id + "b";
+    if (geteuid() != 0) {
+      why = "network namespaces need root (uid " + std::to_string(geteuid()) + ")";
+      return;
+    }
+    if (!run_quiet("ip netns add " + a)) {
+      why = "'ip netns add' does not work here (no iproute2, or no CAP_SYS_ADMIN in this container)";
+      return;
+    }
+    const std::vector<std::string> steps = {
+        "ip netns add " + b,
+        "ip link add " + veth_a + " type veth peer name " + veth_b,
+        "ip link set " + veth_a + " netns " + a,
+        "ip link set " + veth_b + " netns " + b,
+        "ip -n " + a + " addr add 10.201.0.1/24 dev " + veth_a,
+        "ip -n " + b + " addr add 10.201.0.2/24 dev " + veth_b,
+        "ip -n " + a + " link set lo up",
+        "ip -n " + b + " link set lo up",
+        "ip -n " + a + " link set " + veth_a + " up",
+        "ip -n " + b + " link set " + veth_b + " up",
+    };
+    for (auto& cmd : steps)
+      if (!run_quiet(cmd)) {
+        why = "setting up the namespaces failed at: " + cmd;
+        return;
+      }
+    ok = true;
+  }
+  ~namespaces() {
+    run_quiet("ip netns del " + a);
+    run_quiet("ip netns del " + b);
+  }
+  namespaces(const namespaces&) = delete;
+  namespaces& operator=(const namespaces&) = delete;
+};
+
+}  // namespace
+
+TEST(net_netns, a_cut_link_is_detected) {
+  namespaces ns;
+  if (!ns.ok) GTEST_SKIP() << "skipped: " << ns.why;
+  child server{"tcp://10.201.0.1:*", {"ip", "netns", "exec", ns.a}};
+  child watcher{"TROUPE_NET_TEST_WATCH=" + server.endpoint(), {"ip", "netns", "exec", ns.b}, 0};
+  ASSERT_EQ(watcher.read_line(20s), "ready");
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(run_quiet("ip -n " + ns.a + " link set " + ns.veth_a + " down"));
+  auto line = watcher.read_line(20s);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("cut link reported after %lld ms: %s\n", static_cast<long long>(ms), line.c_str());
+  EXPECT_EQ(line, "down remote_unreachable");
+}
+
+int main(int argc, char** argv) {
+  const char* fd = std::getenv("TROUPE_NET_TEST_FD");
+  const int out = fd != nullptr ? std::atoi(fd) : 1;
+  if (const char* endpoint = std::getenv("TROUPE_NET_TEST_CHILD")) return child::main_of_child(endpoint, out);
+  if (const char* endpoint = std::getenv("TROUPE_NET_TEST_WATCH")) return watcher_main(endpoint, out);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
