@@ -51,7 +51,7 @@ std::uint64_t name_hash(const std::string& name) noexcept {
   return h == 0 ? 1 : h;
 }
 
-void add_user_type_name(const std::type_info& t, std::string name) {
+void add_user_type_name(const std::type_info& t, const std::string& name) {
   if (name.empty()) throw std::invalid_argument("troupe::net::add_type: the name is empty");
   auto& r = reg();
   std::unique_lock lock{r.mtx};

@@ -77,8 +77,8 @@ key_pair load_key_pair(const std::string& key_file) {
     if (word == "public") k.public_key = value;
     else if (word == "secret") k.secret_key = value;
     else
-      throw net_error("troupe::net: '" + key_file + "' line " + std::to_string(line) + ": unknown field '" + word +
-                      "'");
+      throw net_error("troupe::net: '" + key_file + "' line " + std::to_string(line) + ": unknown field '" +
+                      std::move(word) + "'");
   }
   if (!z85_key(k.public_key) || !z85_key(k.secret_key))
     throw net_error("troupe::net: '" + key_file + "' does not hold a public and a secret Z85 key of 40 characters");

@@ -232,8 +232,7 @@ class node_core final : public handle_context,
     if (p->is_sink() || p->decoded == 0 || stopping_.load()) return;
     try {
       post([this, c = p->conn(), id = p->rid(), n = p->decoded] { send_release(c, id, n); });
-    } catch (...) {
-      // Out of memory: the export stays until the connection ends.
+    } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory; the export then stays until the connection ends
     }
   }
 
@@ -1233,6 +1232,7 @@ class node_core final : public handle_context,
     }
     if (router_) router_->set(zmq::sockopt::linger, 200);
     std::vector<std::uint64_t> ids;
+    ids.reserve(conns_.size());
     for (auto& [id, c] : conns_) ids.push_back(id);
     for (auto id : ids)
       if (auto it = conns_.find(id); it != conns_.end()) lose(*it->second, "this node was closed");
@@ -1298,7 +1298,9 @@ class node_core final : public handle_context,
       send(ok ? "OK" : "public key not trusted", true);
       send("", true);
       send("", false);
-    } catch (const zmq::error_t&) {
+    } catch (const zmq::error_t& e) {
+      std::fprintf(stderr, "troupe::net: node '%s': answering an authentication request failed: %s\n",
+                   cfg_.name.c_str(), e.what());
     }
   }
 

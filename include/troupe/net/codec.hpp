@@ -127,7 +127,7 @@ namespace detail {
 /// Registered names of user types (add_type); throws naming the type when
 /// there is none.
 const std::string& user_type_name(const std::type_info& t);
-void add_user_type_name(const std::type_info& t, std::string name);
+void add_user_type_name(const std::type_info& t, const std::string& name);
 
 template <class T>
 concept cereal_type =
@@ -182,8 +182,7 @@ struct codec {
     else if constexpr (std::is_same_v<T, float>) return "f32";
     else if constexpr (std::is_same_v<T, double>) return "f64";
     else if constexpr (std::is_same_v<T, std::string>) return "string";
-    else if constexpr (std::is_same_v<T, actor>) return "actor";
-    else if constexpr (detail::is_typed_handle<T>::value) return "actor";
+    else if constexpr (std::is_same_v<T, actor> || detail::is_typed_handle<T>::value) return "actor";
     else if constexpr (std::is_same_v<T, error>) return "error";
     else if constexpr (std::is_same_v<T, down_msg>) return "down_msg";
     else if constexpr (std::is_same_v<T, exit_msg>) return "exit_msg";
@@ -351,8 +350,8 @@ struct result_message {
 /// Names a user type for the network (before any message holding it is
 /// registered). Names must be the same on every node.
 template <class T>
-void add_type(std::string name) {
-  detail::add_user_type_name(typeid(T), std::move(name));
+void add_type(const std::string& name) {
+  detail::add_user_type_name(typeid(T), name);
 }
 
 /// Lets messages holding exactly these values (in this order) cross the

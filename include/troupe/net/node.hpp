@@ -71,7 +71,7 @@ struct node_config {
   /// Frames (of up to batch_bytes) queued per connection and direction before
   /// senders are held back (ZeroMQ's high-water marks).
   int queue_frames = 64;
-  std::size_t batch_bytes = 32 * 1024;
+  std::size_t batch_bytes = std::size_t{32} * 1024;
   /// Larger frames are refused by ZeroMQ (the connection is dropped).
   std::int64_t max_frame_bytes = 64LL * 1024 * 1024;
   std::string name = "troupe";  ///< for log lines
