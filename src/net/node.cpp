@@ -119,6 +119,7 @@ struct connection {
   std::string peer_name;
   bool ready = false;  // handshake done
   std::unordered_set<std::uint64_t> peer_types;
+  std::uint64_t last_known_hash = 0;  // the last type found in peer_types
   clock::time_point last_heard = clock::now();
   clock::time_point last_sent = clock::now();
   std::uint64_t seq_out = 0, seq_in = 0;
@@ -133,6 +134,10 @@ struct connection {
   /// Requests sent through this connection and not answered yet.
   std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, actor, key_hash> requests;
   std::vector<std::uint64_t> waiting_lookups;  // sent once ready
+  // Decoding cache: the proxy of the last remote actor read on this
+  // connection (it keeps that proxy alive until another one replaces it).
+  std::uint64_t last_from_rid = 0;
+  actor last_from;
   // Encoding cache: the last local sender written on this connection.
   actor_cell* last_sender = nullptr;
   std::uint64_t* last_sender_count = nullptr;
@@ -470,6 +475,13 @@ class node_core final : public handle_context,
           }
       }
       long timeout = busy() ? 0 : (paused() || any_stuck()) ? 1 : poll_ms();
+      // Right after traffic, an answer usually follows within a round trip:
+      // poll without sleeping (yielding the core) for a short while, so
+      // that neither it nor the next message pays for waking this thread.
+      if (timeout != 0 && clock::now() - last_activity_ < spin_window) {
+        timeout = 0;
+        std::this_thread::yield();
+      }
       if (timeout != 0) {
         sleeping_.store(true);
         std::unique_lock<std::mutex> g{in_mtx_};
@@ -584,12 +596,13 @@ class node_core final : public handle_context,
       fail_message(*n, error{errc::remote_unreachable, "troupe::net: " + c.describe() + " is not connected"});
       return true;
     }
-    if (c.peer_types.find(t->hash) == c.peer_types.end()) {
+    if (t->hash != c.last_known_hash && c.peer_types.find(t->hash) == c.peer_types.end()) {
       st_.unsendable.fetch_add(1, std::memory_order_relaxed);
       fail_message(*n, error{errc::runtime_error,
                              "troupe::net: " + c.describe() + " has no message type '" + t->name + "' registered"});
       return true;
     }
+    c.last_known_hash = t->hash;
     const std::size_t at = begin_record(c);
     try {
       writer w{c.out, this};
@@ -682,6 +695,7 @@ class node_core final : public handle_context,
     }
     st_.frames_out.fetch_add(1, std::memory_order_relaxed);
     c.last_sent = clock::now();
+    last_activity_ = c.last_sent;
     return true;
   }
 
@@ -800,6 +814,7 @@ class node_core final : public handle_context,
     }
     ++c->seq_in;
     c->last_heard = clock::now();
+    last_activity_ = c->last_heard;
     const std::uint64_t cid = c->id;
     while (r.left() > 0) {
       std::size_t len = 0;
@@ -961,7 +976,11 @@ class node_core final : public handle_context,
     auto hash = r.raw<std::uint64_t>("data");
     if ((id & troupe::detail::response_bit) != 0) c.requests.erase({dest, id & ~troupe::detail::response_bit});
     const bool is_request = id != 0 && (id & troupe::detail::response_bit) == 0;
-    const message_type* t = find_message(hash);
+    const message_type* t = hash == last_hash_ ? last_hash_type_ : find_message(hash);
+    if (t != nullptr) {
+      last_hash_ = hash;
+      last_hash_type_ = t;
+    }
     if (t == nullptr) {
       st_.unknown_types.fetch_add(1, std::memory_order_relaxed);
       if (is_request && sender)
@@ -971,8 +990,15 @@ class node_core final : public handle_context,
                                                                        "type with this name registered"}));
       return;
     }
-    auto it = exports_.find(dest);
-    if (it == exports_.end()) {
+    export_entry* entry = dest == last_dest_id_ ? last_dest_ : nullptr;
+    if (entry == nullptr) {
+      if (auto it = exports_.find(dest); it != exports_.end()) {
+        entry = &it->second;
+        last_dest_id_ = dest;
+        last_dest_ = entry;
+      }
+    }
+    if (entry == nullptr) {
       st_.unknown_actors.fetch_add(1, std::memory_order_relaxed);
       troupe::detail::system_access::count_dead_letter(sys_);
       if (is_request && sender)
@@ -986,7 +1012,7 @@ class node_core final : public handle_context,
     auto* n = t->decode(r, std::move(sender), id);
     n->tag = tag;
     st_.messages_in.fetch_add(1, std::memory_order_relaxed);
-    const actor& to = it->second.a;
+    const actor& to = entry->a;
     actor_cell::deliver(to, n, (flags & flag_urgent) != 0 ? priority::urgent : priority::normal);
     if (to->mailbox_size() > sys_.mailbox_soft_limit() && !to->terminated()) {
       paused_on_ = to;
@@ -996,6 +1022,17 @@ class node_core final : public handle_context,
 
   // ------------------------------------------------------------ proxies
   actor proxy_for(connection& c, std::uint64_t rid) {
+    if (rid == c.last_from_rid && c.last_from && !c.last_from->terminated()) {
+      ++static_cast<proxy*>(c.last_from.get())->decoded;
+      return c.last_from;
+    }
+    actor a = find_or_make_proxy(c, rid);
+    c.last_from_rid = rid;
+    c.last_from = a;
+    return a;
+  }
+
+  actor find_or_make_proxy(connection& c, std::uint64_t rid) {
     {
       std::lock_guard<std::mutex> g{proxies_mtx_};
       auto it = proxies_.find({c.id, rid});
@@ -1021,6 +1058,7 @@ class node_core final : public handle_context,
   }
 
   void drop_export(std::unordered_map<std::uint64_t, export_entry>::iterator it) {
+    if (last_dest_ == &it->second) last_dest_ = nullptr, last_dest_id_ = 0;
     if (it->second.monitored) it->second.a->remove_monitor(sink_);
     for (auto& [id, c] : conns_)
       if (c->last_sender == it->second.a.get()) c->last_sender = nullptr;
@@ -1341,8 +1379,15 @@ class node_core final : public handle_context,
   connection* cur_ = nullptr;
   const void* last_type_id_ = nullptr;
   const message_type* last_type_ = nullptr;
+  // Decoding caches: the last message type and the last receiver.
+  std::uint64_t last_hash_ = 0;
+  const message_type* last_hash_type_ = nullptr;
+  std::uint64_t last_dest_id_ = 0;
+  export_entry* last_dest_ = nullptr;
   actor paused_on_;
   clock::time_point paused_since_;
+  clock::time_point last_activity_;
+  static constexpr std::chrono::microseconds spin_window{200};
 };
 
 void proxy::wake() noexcept { core_->ready(this); }
