@@ -71,9 +71,15 @@ void register_types() {
   (void)once;
 }
 
+// These tests do not test failure detection (net_process_test.cpp does): a
+// long heartbeat timeout keeps a machine loaded by parallel (sanitizer) test
+// runs from declaring a slow peer lost.
+constexpr auto relaxed_timeout = std::chrono::milliseconds{5000};
+
 net::node_config plain(const char* name) {
   net::node_config c;
   c.security = net::security::plaintext;
+  c.heartbeat_timeout = relaxed_timeout;
   c.name = name;
   return c;
 }
@@ -381,8 +387,10 @@ TEST(net, a_closed_node_ends_its_proxies) {
 TEST(net_curve, trusted_keys_connect_and_talk) {
   auto sk = net::generate_key_pair();
   auto ck = net::generate_key_pair();
-  net::node_config sc{.keys = sk, .trusted_keys = {ck.public_key}, .name = "server"};
-  net::node_config cc{.keys = ck, .trusted_keys = {sk.public_key}, .name = "client"};
+  net::node_config sc{
+      .keys = sk, .trusted_keys = {ck.public_key}, .heartbeat_timeout = relaxed_timeout, .name = "server"};
+  net::node_config cc{
+      .keys = ck, .trusted_keys = {sk.public_key}, .heartbeat_timeout = relaxed_timeout, .name = "client"};
   pair_fixture f{sc, cc};
   f.server.publish(f.server_sys.spawn([](event_actor&) { return behavior{[](int x) { return x + 1; }}; }), "inc");
   auto a = f.client.remote_actor({f.endpoint, sk.public_key}, "inc", 5s);
@@ -396,8 +404,10 @@ TEST(net_curve, an_unknown_key_delivers_nothing) {
   auto sk = net::generate_key_pair();
   auto stranger = net::generate_key_pair();
   auto other = net::generate_key_pair();
-  net::node_config sc{.keys = sk, .trusted_keys = {other.public_key}, .name = "server"};
-  net::node_config cc{.keys = stranger, .trusted_keys = {sk.public_key}, .name = "stranger"};
+  net::node_config sc{
+      .keys = sk, .trusted_keys = {other.public_key}, .heartbeat_timeout = relaxed_timeout, .name = "server"};
+  net::node_config cc{
+      .keys = stranger, .trusted_keys = {sk.public_key}, .heartbeat_timeout = relaxed_timeout, .name = "stranger"};
   pair_fixture f{sc, cc};
   std::atomic<int> delivered{0};
   f.server.publish(
