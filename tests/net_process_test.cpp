@@ -33,11 +33,17 @@ namespace {
 
 struct never_atom {};
 struct count_atom {};
+struct add_atom {};
+struct quit_atom {};
+using adder = troupe::typed_actor<std::int64_t(add_atom, std::int64_t, std::int64_t)>;
 
 void register_types() {
   static const bool once = [] {
     net::add_type<never_atom>("never_atom");
     net::add_type<count_atom>("count_atom");
+    net::add_type<add_atom>("proc.add_atom");
+    net::add_type<quit_atom>("proc.quit_atom");
+    net::add_message<quit_atom>();
     net::add_message<never_atom>();
     net::add_message<count_atom>();
     net::add_message<std::int64_t>();
@@ -164,6 +170,14 @@ class child {
                       [counted, inc](count_atom) { return std::make_tuple(counted->load(), inc); }};
     }),
               "counter");
+    adder add = sys.spawn([](event_actor&) -> adder::behavior_type {
+      return {[](add_atom, std::int64_t a, std::int64_t b) { return a + b; }};
+    });
+    n.publish(add, "adder");
+    n.publish(sys.spawn([](event_actor& self) {
+      return behavior{[&self](quit_atom) { self.quit(error{errc::user_shutdown, "asked to"}); }};
+    }),
+              "mortal");
     n.publish(sys.spawn([](event_actor& self) {
       return behavior{[&self, kept = std::vector<troupe::response_promise>{}](never_atom) mutable {
         kept.push_back(self.make_response_promise());
@@ -212,6 +226,50 @@ void watch(troupe::actor_system& sys, failure_watch& w, const actor& target, con
 }
 
 }  // namespace
+
+TEST(net_process, send_request_typed_monitor_and_link_across_processes) {
+  register_types();
+  child c{"tcp://127.0.0.1:*"};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  net::node n{sys, quick("parent")};
+  // send and request, in order: 1000 sends, then the count.
+  auto counter = n.remote_actor({c.endpoint(), {}}, "counter", 5s);
+  troupe::scoped_actor self{sys};
+  for (std::int64_t i = 0; i < 1000; ++i) self->send(counter, i);
+  std::int64_t counted = -1;
+  self->request(counter, 5s, count_atom{})
+      .receive([&](std::int64_t k, std::uint64_t) { counted = k; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(counted, 1000);
+  // A typed actor through its interface.
+  auto add = n.remote_actor<adder>({c.endpoint(), {}}, "adder", 5s);
+  std::int64_t sum = 0;
+  self->request(add, 5s, add_atom{}, std::int64_t{40}, std::int64_t{2})
+      .receive([&](std::int64_t v) { sum = v; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(sum, 42);
+  // Monitor and link: the remote actor ends; the monitor and the linked
+  // (trapping) local actor learn its reason.
+  auto mortal = n.remote_actor({c.endpoint(), {}}, "mortal", 5s);
+  std::promise<error> down, exited;
+  std::promise<void> armed;
+  sys.spawn(
+      [&down, &exited, &armed](event_actor& s, actor target) {
+        s.set_down_handler([&down](troupe::down_msg& d) { down.set_value(d.reason); });
+        s.set_exit_handler([&exited](troupe::exit_msg& m) { exited.set_value(m.reason); });
+        s.monitor(target);
+        s.link_to(target);
+        armed.set_value();
+        return behavior{[](int) {}};
+      },
+      mortal);
+  armed.get_future().wait();
+  self->send(mortal, quit_atom{});
+  auto d = down.get_future();
+  auto x = exited.get_future();
+  ASSERT_EQ(d.wait_for(10s), std::future_status::ready);
+  ASSERT_EQ(x.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(d.get().code(), errc::user_shutdown);
+  EXPECT_EQ(x.get().code(), errc::user_shutdown);
+}
 
 TEST(net_process, a_killed_peer_is_reported_within_the_heartbeat_timeout) {
   register_types();

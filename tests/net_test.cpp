@@ -3,10 +3,12 @@
 // multi-process failure tests are in net_process_test.cpp.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <string>
 #include <thread>
@@ -489,4 +491,22 @@ TEST(net, a_slow_remote_receiver_holds_the_network_back) {
   // limit (1024): it overshoots by at most the frames already read.
   std::printf("peak mailbox of the slow receiver: %zu\n", peak.load());
   EXPECT_LT(peak.load(), 8U * 1024U);
+}
+
+TEST(net_curve, troupe_keygen_writes_a_private_key_file_and_a_public_one) {
+  char dir[] = "/tmp/troupe_keygen_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string base = std::string{dir} + "/node";
+  const std::string cmd = std::string{TROUPE_KEYGEN_BIN} + " " + base + " >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  struct stat st{};
+  ASSERT_EQ(stat((base + ".key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600U);
+  auto keys = net::load_key_pair(base + ".key");
+  EXPECT_EQ(net::load_public_key(base + ".pub"), keys.public_key);
+  // No argument: usage on stderr, exit status 2.
+  EXPECT_EQ(WEXITSTATUS(std::system((std::string{TROUPE_KEYGEN_BIN} + " 2>/dev/null").c_str())), 2);
+  std::remove((base + ".key").c_str());
+  std::remove((base + ".pub").c_str());
+  rmdir(dir);
 }

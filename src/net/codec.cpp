@@ -12,7 +12,7 @@ namespace {
 
 struct registry {
   std::shared_mutex mtx;
-  std::unordered_map<std::type_index, std::string> names;
+  std::unordered_map<const void*, std::string> names;
   std::deque<message_type> types;  // stable addresses
   std::unordered_map<const void*, const message_type*> by_id;
   std::unordered_map<std::uint64_t, const message_type*> by_hash;
@@ -51,21 +51,21 @@ std::uint64_t name_hash(const std::string& name) noexcept {
   return h == 0 ? 1 : h;
 }
 
-void add_user_type_name(const std::type_info& t, const std::string& name) {
-  if (name.empty()) throw std::invalid_argument("troupe::net::add_type: the name is empty");
+void add_user_type_name(const void* key, const char* cpp_name, const std::string& name) {
+  if (name.empty()) throw std::invalid_argument(std::string{"troupe::net::add_type: empty name for "} + cpp_name);
   auto& r = reg();
   std::unique_lock lock{r.mtx};
-  auto [it, fresh] = r.names.emplace(std::type_index{t}, name);
+  auto [it, fresh] = r.names.emplace(key, name);
   if (!fresh && it->second != name)
     throw std::logic_error("troupe::net::add_type: type already named '" + it->second + "', not '" + name + "'");
 }
 
-const std::string& user_type_name(const std::type_info& t) {
+const std::string& user_type_name(const void* key, const char* cpp_name) {
   auto& r = reg();
   std::shared_lock lock{r.mtx};
-  auto it = r.names.find(std::type_index{t});
+  auto it = r.names.find(key);
   if (it == r.names.end())
-    throw std::logic_error(std::string{"troupe::net: the type "} + t.name() +
+    throw std::logic_error(std::string{"troupe::net: the type "} + cpp_name +
                            " has no network name: call troupe::net::add_type<T>(\"name\") first");
   return it->second;
 }

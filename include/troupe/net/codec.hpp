@@ -28,7 +28,6 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <typeindex>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -124,10 +123,12 @@ class reader {
 
 namespace detail {
 
-/// Registered names of user types (add_type); throws naming the type when
-/// there is none.
-const std::string& user_type_name(const std::type_info& t);
-void add_user_type_name(const std::type_info& t, const std::string& name);
+/// Registered names of user types (add_type), keyed by the address of a
+/// per-type object (not by std::type_info, whose comparison conflates types
+/// of different anonymous namespaces under some compilers); throws naming
+/// the type when there is none.
+const std::string& user_type_name(const void* key, const char* cpp_name);
+void add_user_type_name(const void* key, const char* cpp_name, const std::string& name);
 
 template <class T>
 concept cereal_type =
@@ -191,7 +192,7 @@ struct codec {
     else if constexpr (std::is_same_v<T, put_atom>) return "put_atom";
     else if constexpr (std::is_same_v<T, ok_atom>) return "ok_atom";
     else if constexpr (detail::is_vector<T>::value) return "vector<" + codec<typename T::value_type>::name() + ">";
-    else return detail::user_type_name(typeid(T));
+    else return detail::user_type_name(troupe::detail::type_id_of<T>, typeid(T).name());
   }
 
   static void write(writer& w, const T& v) {
@@ -351,7 +352,7 @@ struct result_message {
 /// registered). Names must be the same on every node.
 template <class T>
 void add_type(const std::string& name) {
-  detail::add_user_type_name(typeid(T), name);
+  detail::add_user_type_name(troupe::detail::type_id_of<T>, typeid(T).name(), name);
 }
 
 /// Lets messages holding exactly these values (in this order) cross the
