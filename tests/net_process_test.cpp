@@ -584,6 +584,7 @@ struct namespaces {
         "ip -n " + b + " link set lo up",
         "ip -n " + a + " link set " + veth_a + " up",
         "ip -n " + b + " link set " + veth_b + " up",
+        "ip netns exec " + a + " true",  // exec into a namespace may still be refused (no /sys remount)
     };
     for (auto& cmd : steps)
       if (!run_quiet(cmd)) {
