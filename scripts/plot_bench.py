@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 IMPL_ORDER = {"troupe": 0, "caf": 1, "threads": 2}
-IMPL_COLOR = {"troupe": "#d62728", "caf": "#1f77b4", "threads": "#7f7f7f"}
+IMPL_COLOR = {"troupe": "#d62728", "troupe_curve": "#ff9896", "caf": "#1f77b4", "threads": "#7f7f7f", "zmq": "#2ca02c"}
 
 
 def load(path):
