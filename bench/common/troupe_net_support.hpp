@@ -4,8 +4,12 @@
 // of a bound endpoint.
 #pragma once
 
+#include <chrono>
+#include <future>
 #include <stdexcept>
 #include <string>
+
+#include "common/peer_process.hpp"
 
 #include <troupe/net/node.hpp>
 
@@ -33,6 +37,22 @@ inline int port_of(const std::string& endpoint) {
   auto colon = endpoint.rfind(':');
   if (colon == std::string::npos) throw std::runtime_error("no port in '" + endpoint + "'");
   return std::stoi(endpoint.substr(colon + 1));
+}
+
+/// The server process: listens on an ephemeral port of 127.0.0.1, reports
+/// it and waits until `stopped` is set (the client's stop message) or the
+/// deadline (throws).
+inline void listen_and_wait(troupe::net::node& node, const peer::reporter& report, std::future<void> stopped,
+                            peer::clock::time_point deadline) {
+  report.ports({port_of(node.listen("tcp://127.0.0.1:*"))});
+  if (stopped.wait_until(deadline) != std::future_status::ready)
+    throw std::runtime_error("no stop message from the client by the deadline");
+}
+
+/// The client: the actor published as `name` by the server process at `port`.
+inline troupe::actor connect(troupe::net::node& node, int port, const std::string& server_key,
+                             const std::string& name) {
+  return node.remote_actor({"tcp://127.0.0.1:" + std::to_string(port), server_key}, name, std::chrono::seconds{10});
 }
 
 }  // namespace bench::troupe_net_support

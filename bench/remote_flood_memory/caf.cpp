@@ -15,6 +15,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "common/caf_remote_support.hpp"
 #include "common/caf_support.hpp"
 #include "common/peer_process.hpp"
 
@@ -70,20 +71,7 @@ void serve(const bench::peer::reporter& report, bench::peer::clock::time_point d
   remote_config cfg;
   caf::actor_system sys{cfg};
   auto server = sys.spawn(receiver, slow_ns, std::chrono::milliseconds{seconds * 250});
-  auto port = sys.middleman().publish(server, 0, "127.0.0.1");
-  if (!port) {
-    caf::anon_send_exit(server, caf::exit_reason::kill);
-    throw std::runtime_error("publish failed: " + sys.render(port.error()));
-  }
-  report.ports({*port});
-  caf::scoped_actor self{sys};
-  self->monitor(server);
-  bool down = false;
-  self->receive([&](const caf::down_msg&) { down = true; }, caf::after(deadline - bench::peer::clock::now()) >> [] {});
-  if (!down) {
-    self->send_exit(server, caf::exit_reason::kill);
-    throw std::runtime_error("no stop message from the client by the deadline");
-  }
+  bench::caf_remote_support::publish_and_wait(sys, server, report, deadline);
 }
 
 }  // namespace
@@ -101,9 +89,7 @@ bench::sample bench::run_caf(const params& p) {
 
   remote_config cfg;
   caf::actor_system sys{cfg};
-  auto proxy = sys.middleman().remote_actor("127.0.0.1", static_cast<std::uint16_t>(port));
-  if (!proxy) throw std::runtime_error("remote_actor failed: " + sys.render(proxy.error()));
-  const caf::actor remote = *proxy;
+  const caf::actor remote = caf_remote_support::connect(sys, port);
   caf::scoped_actor self{sys};
   stopwatch sw;
   const auto start = std::chrono::steady_clock::now();

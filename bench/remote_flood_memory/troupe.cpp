@@ -60,9 +60,7 @@ void serve(const bench::peer::reporter& report, bench::peer::clock::time_point d
                             [&stopped](stop_atom) { stopped.set_value(); }};
   }),
                "receiver");
-  report.ports({tn::port_of(node.listen("tcp://127.0.0.1:*"))});
-  if (stopped.get_future().wait_until(deadline) != std::future_status::ready)
-    throw std::runtime_error("no stop message from the client by the deadline");
+  tn::listen_and_wait(node, report, stopped.get_future(), deadline);
 }
 
 }  // namespace
@@ -78,8 +76,7 @@ bench::sample bench::run_troupe(const params& p) {
   register_types();
   troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::net::node node{sys, tn::config(false, tn::keys{}, false)};
-  auto receiver =
-      node.remote_actor({"tcp://127.0.0.1:" + std::to_string(port), {}}, "receiver", std::chrono::seconds{10});
+  auto receiver = tn::connect(node, port, "", "receiver");
   troupe::scoped_actor self{sys};
   stopwatch sw;
   const auto start = std::chrono::steady_clock::now();

@@ -35,9 +35,7 @@ void serve(const bench::peer::reporter& report, bench::peer::clock::time_point d
     return troupe::behavior{[](std::int64_t v) { return v; }, [&stopped](stop_atom) { stopped.set_value(); }};
   }),
                "ponger");
-  report.ports({tn::port_of(node.listen("tcp://127.0.0.1:*"))});
-  if (stopped.get_future().wait_until(deadline) != std::future_status::ready)
-    throw std::runtime_error("no stop message from the client by the deadline");
+  tn::listen_and_wait(node, report, stopped.get_future(), deadline);
 }
 
 bench::sample run(const bench::params& p, bool curve) {
@@ -52,8 +50,7 @@ bench::sample run(const bench::params& p, bool curve) {
   register_types();
   troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::net::node node{sys, tn::config(curve, keys, false)};
-  auto ponger = node.remote_actor({"tcp://127.0.0.1:" + std::to_string(port), keys.server.public_key}, "ponger",
-                                  std::chrono::seconds{10});
+  auto ponger = tn::connect(node, port, keys.server.public_key, "ponger");
   troupe::scoped_actor self{sys};
   std::int64_t bad_seq = 0;
   std::string failure;

@@ -23,6 +23,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "common/caf_remote_support.hpp"
 #include "common/caf_support.hpp"
 #include "common/peer_process.hpp"
 
@@ -71,20 +72,7 @@ void serve(const bench::peer::reporter& report, bench::peer::clock::time_point d
   remote_config cfg;
   caf::actor_system sys{cfg};
   auto server = sys.spawn(counter);
-  auto port = sys.middleman().publish(server, 0, "127.0.0.1");
-  if (!port) {
-    caf::anon_send_exit(server, caf::exit_reason::kill);
-    throw std::runtime_error("publish failed: " + sys.render(port.error()));
-  }
-  report.ports({*port});
-  caf::scoped_actor self{sys};
-  self->monitor(server);
-  bool down = false;
-  self->receive([&](const caf::down_msg&) { down = true; }, caf::after(deadline - bench::peer::clock::now()) >> [] {});
-  if (!down) {
-    self->send_exit(server, caf::exit_reason::kill);
-    throw std::runtime_error("no stop message from the client by the deadline");
-  }
+  bench::caf_remote_support::publish_and_wait(sys, server, report, deadline);
 }
 
 }  // namespace
@@ -98,9 +86,7 @@ bench::sample bench::run_caf(const params& p) {
   remote_config cfg;
   caf::actor_system sys{cfg};
   caf_support::check_workers(sys, 1);
-  auto counter_proxy = sys.middleman().remote_actor("127.0.0.1", static_cast<std::uint16_t>(port));
-  if (!counter_proxy) throw std::runtime_error("remote_actor failed: " + sys.render(counter_proxy.error()));
-  const caf::actor remote = *counter_proxy;
+  const caf::actor remote = caf_remote_support::connect(sys, port);
   caf::scoped_actor self{sys};
 
   std::string failure;

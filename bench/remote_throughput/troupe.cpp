@@ -47,9 +47,7 @@ void serve(const bench::peer::reporter& report, bench::peer::clock::time_point d
                             [&stopped](stop_atom) { stopped.set_value(); }};
   }),
                "counter");
-  report.ports({tn::port_of(node.listen("tcp://127.0.0.1:*"))});
-  if (stopped.get_future().wait_until(deadline) != std::future_status::ready)
-    throw std::runtime_error("no stop message from the client by the deadline");
+  tn::listen_and_wait(node, report, stopped.get_future(), deadline);
 }
 
 bench::sample run(const bench::params& p, bool curve) {
@@ -64,8 +62,7 @@ bench::sample run(const bench::params& p, bool curve) {
   register_types();
   troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::net::node node{sys, tn::config(curve, keys, false)};
-  auto counter = node.remote_actor({"tcp://127.0.0.1:" + std::to_string(port), keys.server.public_key}, "counter",
-                                   std::chrono::seconds{10});
+  auto counter = tn::connect(node, port, keys.server.public_key, "counter");
   troupe::scoped_actor self{sys};
   payload data;
   data.fill('x');

@@ -15,12 +15,6 @@
 namespace troupe::net {
 namespace {
 
-bool z85_key(const std::string& k) {
-  if (k.size() != 40) return false;
-  std::uint8_t bin[32];
-  return zmq_z85_decode(bin, k.c_str()) != nullptr;
-}
-
 void write_file(const std::string& path, const std::string& text, mode_t mode) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) throw net_error("troupe::net: cannot write '" + path + "': " + std::strerror(errno));
@@ -54,8 +48,14 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
+bool detail::is_z85_key(const std::string& k) {
+  if (k.size() != 40) return false;
+  std::uint8_t bin[32];
+  return zmq_z85_decode(bin, k.c_str()) != nullptr;
+}
+
 void save_key_pair(const key_pair& keys, const std::string& base) {
-  if (!z85_key(keys.public_key) || !z85_key(keys.secret_key))
+  if (!detail::is_z85_key(keys.public_key) || !detail::is_z85_key(keys.secret_key))
     throw net_error("troupe::net: save_key_pair: not a CURVE key pair (two Z85 keys of 40 characters)");
   write_file(base + ".key", "public " + keys.public_key + "\nsecret " + keys.secret_key + "\n", 0600);
   write_file(base + ".pub", keys.public_key + "\n", 0644);
@@ -80,7 +80,7 @@ key_pair load_key_pair(const std::string& key_file) {
       throw net_error("troupe::net: '" + key_file + "' line " + std::to_string(line) + ": unknown field '" +
                       std::move(word) + "'");
   }
-  if (!z85_key(k.public_key) || !z85_key(k.secret_key))
+  if (!detail::is_z85_key(k.public_key) || !detail::is_z85_key(k.secret_key))
     throw net_error("troupe::net: '" + key_file + "' does not hold a public and a secret Z85 key of 40 characters");
   return k;
 }
@@ -90,7 +90,7 @@ std::string load_public_key(const std::string& pub_file) {
   std::string k;
   in >> k;
   if (k == "public") in >> k;
-  if (!z85_key(k))
+  if (!detail::is_z85_key(k))
     throw net_error("troupe::net: '" + pub_file + "' does not start with a Z85 public key (40 characters)");
   return k;
 }

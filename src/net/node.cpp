@@ -65,15 +65,17 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-bool valid_z85_key(const std::string& k) {
-  if (k.size() != 40) return false;
-  std::uint8_t bin[32];
-  return zmq_z85_decode(bin, k.c_str()) != nullptr;
-}
-
 }  // namespace
 
 class node_core;
+
+/// Hash of a (connection or actor id, id) pair: the keys of the proxy table
+/// and of the requests in flight.
+struct pair_hash {
+  std::size_t operator()(const std::pair<std::uint64_t, std::uint64_t>& k) const noexcept {
+    return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL ^ k.second);
+  }
+};
 
 /// A remote actor, as seen on this node. Its mailbox is drained by the
 /// node's I/O thread, which writes each message to the connection.
@@ -126,13 +128,8 @@ struct connection {
   std::string out;              // the batch being filled
   std::string stuck;            // a whole frame ZeroMQ did not take yet (queue full)
   std::vector<proxy*> blocked;  // proxies waiting for room (a reference each)
-  struct key_hash {
-    std::size_t operator()(const std::pair<std::uint64_t, std::uint64_t>& k) const noexcept {
-      return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL ^ k.second);
-    }
-  };
   /// Requests sent through this connection and not answered yet.
-  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, actor, key_hash> requests;
+  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, actor, pair_hash> requests;
   std::vector<std::uint64_t> waiting_lookups;  // sent once ready
   // Decoding cache: the proxy of the last remote actor read on this
   // connection (it keeps that proxy alive until another one replaces it).
@@ -164,12 +161,12 @@ class node_core final : public handle_context,
     std::random_device rd;
     inc_ = (std::uint64_t{rd()} << 32 | rd()) | 1;
     if (cfg_.security == security::curve) {
-      if (!valid_z85_key(cfg_.keys.public_key) || !valid_z85_key(cfg_.keys.secret_key))
+      if (!is_z85_key(cfg_.keys.public_key) || !is_z85_key(cfg_.keys.secret_key))
         throw net_error(
             "troupe::net: node_config.keys is not a CURVE key pair (two Z85 keys of 40 characters; "
             "make one with generate_key_pair() or troupe-keygen), or set security::plaintext");
       for (std::size_t i = 0; i < cfg_.trusted_keys.size(); ++i)
-        if (!valid_z85_key(cfg_.trusted_keys[i]))
+        if (!is_z85_key(cfg_.trusted_keys[i]))
           throw net_error("troupe::net: node_config.trusted_keys[" + std::to_string(i) +
                           "] is not a Z85 CURVE public key (40 characters)");
       trusted_.insert(cfg_.trusted_keys.begin(), cfg_.trusted_keys.end());
@@ -331,7 +328,7 @@ class node_core final : public handle_context,
 
   actor lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
                std::uint64_t iface) {
-    if (cfg_.security == security::curve && !valid_z85_key(where.public_key))
+    if (cfg_.security == security::curve && !is_z85_key(where.public_key))
       throw net_error("troupe::net: remote_actor('" + where.endpoint +
                       "'): the node's public key is missing or not a Z85 CURVE key (40 characters)");
     auto p = std::make_shared<std::promise<lookup_result>>();
@@ -424,11 +421,6 @@ class node_core final : public handle_context,
     std::atomic<std::uint64_t> frames_in{0}, frames_out{0}, messages_in{0}, messages_out{0}, malformed{0},
         unknown_types{0}, unsendable{0}, unknown_actors{0}, stale{0}, rejected_keys{0}, peers_lost{0};
     std::atomic<std::size_t> peers{0}, exports{0};
-  };
-  struct pair_hash {
-    std::size_t operator()(const std::pair<std::uint64_t, std::uint64_t>& k) const noexcept {
-      return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL ^ k.second);
-    }
   };
 
   void poke() noexcept {

@@ -101,6 +101,8 @@ class node;
 
 namespace detail {
 class node_core;
+/// A CURVE key in Z85 text: 40 characters that decode to 32 bytes.
+bool is_z85_key(const std::string& k);
 /// For the decoder's fuzz test only: hands `frames` to the node's I/O thread
 /// as if they came, in this order, from a new peer named `peer`.
 void feed_frames_for_test(node& n, const std::string& peer, const std::vector<std::string>& frames);
