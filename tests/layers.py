@@ -3,7 +3,8 @@
 
 Layers, lowest first: util, runtime, actor, stream (the engine), pattern
 (descriptions), spawn (pattern/spawn_pattern.hpp), api (troupe.hpp,
-fwd.hpp), then the optional modules (net). A public header's layer is its folder; a header under detail/
+fwd.hpp), then the optional modules (net, opencl), which are siblings:
+neither includes the other. A public header's layer is its folder; a header under detail/
 names its layer on its first line ("// layer: stream"). Every
 #include "troupe/..." in a header must go to the same layer or a lower one,
 so a public header includes only the internals of its own layer or below;
@@ -17,7 +18,8 @@ import re
 import sys
 from pathlib import Path
 
-LAYERS = ["util", "runtime", "actor", "stream", "pattern", "spawn", "api", "net"]
+LAYERS = ["util", "runtime", "actor", "stream", "pattern", "spawn", "api", "net", "opencl"]
+OPTIONAL = {"net", "opencl"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](troupe/[^>"]+)[>"]', re.M)
 MARKER = re.compile(r"^// layer: (\w+)\s*$")
 
@@ -67,7 +69,9 @@ def main() -> int:
                 continue
             a, b = layers[rel], layers[target]
             edges[(a, b)] = edges.get((a, b), 0) + 1
-            if LAYERS.index(b) > LAYERS.index(a):
+            if a in OPTIONAL and b in OPTIONAL and a != b:
+                problems.append(f"{rel} ({a}) includes {target} ({b}): optional modules do not depend on each other")
+            elif LAYERS.index(b) > LAYERS.index(a):
                 problems.append(f"{rel} ({a}) includes {target} ({b}): layers import only downward")
     for folder in ("examples", "apps"):
         for path in sorted((root / folder).rglob("*")):

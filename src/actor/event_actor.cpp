@@ -195,6 +195,7 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
   unsigned spins = 0;
   for (;;) {
     bool drained = false;
+    bool gated = false;
     for (;;) {
       if (handled >= budget) {
         // An overloaded mailbox is drained past the budget, back under the
@@ -202,7 +203,13 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         if (mailbox_size() - consumed <= soft_limit_) break;
         budget += throughput;
       }
-      auto* n = pop();
+      detail::message_node* n;
+      if (gate_ == nullptr || gate_->open()) [[likely]] {
+        n = pop();
+      } else if ((n = pop_urgent()) == nullptr) {
+        gated = true;
+        break;
+      }
       if (n == nullptr) {
         drained = true;
         break;
@@ -225,6 +232,18 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         // a hand-over; otherwise give the worker to the others.
         if (!detail::worker_is_free() || !wait_for_receiver()) break;
       }
+    }
+    if (gated) {
+      // Closed intake, nothing urgent: settle what was handled; with normal
+      // messages left, park until the gate's owner schedules us again.
+      yield_ = false;
+      hold_ = false;
+      overloaded_ = actor{};
+      bool freed = false;
+      auto left = settle(consumed, freed);
+      consumed = 0;
+      if (left == 0 || gate_->park()) return resume_result::done;
+      continue;
     }
     // Linger: a drained actor whose worker has nothing else to do polls its
     // mailbox for a moment before going idle. A steady producer then feeds a

@@ -52,6 +52,25 @@ class then_handler final : public response_handler {
 
 }  // namespace detail
 
+/// An actor that can take only so much work at a time (a kernel actor with
+/// its commands in flight) closes its intake: while open() is false the
+/// actor takes only urgent messages, so normal ones stay in its mailbox,
+/// where senders see them (send_if, the soft limit): backpressure as for
+/// any busy actor. Such an actor must post an urgent message to itself
+/// whenever open() may have turned true (a completion).
+class intake_gate {
+ public:
+  /// Whether the actor takes normal messages now (its own thread only).
+  virtual bool open() const noexcept = 0;
+  /// The intake is closed and only normal messages are queued: the actor
+  /// stops running (returning true) and whoever opens the gate must then
+  /// schedule it again (resume_parked); false: it opened meanwhile, go on.
+  virtual bool park() noexcept = 0;
+
+ protected:
+  ~intake_gate() = default;
+};
+
 class event_actor : public local_actor {
  public:
   class request_handle;
@@ -118,6 +137,11 @@ class event_actor : public local_actor {
   bool held_back() const noexcept override;
 
  protected:
+  /// Installs the intake gate (see intake_gate); before the first message.
+  void set_intake_gate(intake_gate* g) noexcept { gate_ = g; }
+  /// Runs a parked actor again (the thread that opened its gate).
+  void resume_parked() noexcept { wake(); }
+
   /// The initial behavior; called once, on the actor's first activation.
   virtual behavior make_behavior() { return {}; }
 
@@ -166,6 +190,7 @@ class event_actor : public local_actor {
   std::unique_ptr<kept_state> kept_;
   std::optional<error> quit_;
   bool initialized_ = false;
+  intake_gate* gate_ = nullptr;
   std::unique_ptr<hook_set> hooks_;
   std::unique_ptr<std::unordered_map<std::uint64_t, std::unique_ptr<detail::response_handler>>> pending_;
 };

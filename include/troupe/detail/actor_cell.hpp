@@ -118,6 +118,11 @@ class actor_cell : public detail::resumable {
     if (auto* n = mpsc_pop(urgent_in_, urgent_out_)) return static_cast<detail::message_node*>(n);
     return static_cast<detail::message_node*>(mpsc_pop(normal_in_, normal_out_));
   }
+  /// Consumer only: next urgent message (system messages, completions), or
+  /// nullptr; normal messages stay queued.
+  detail::message_node* pop_urgent() noexcept {
+    return static_cast<detail::message_node*>(mpsc_pop(urgent_in_, urgent_out_));
+  }
 
   /// Consumer only: `consumed` messages are done. Returns the number of
   /// messages still queued. If the result is 0 the actor is idle and must not

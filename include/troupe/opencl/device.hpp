@@ -1,0 +1,119 @@
+// device.hpp: OpenCL devices and programs (the optional troupe::opencl
+// module, over the Khronos C++ bindings).
+//   auto dev = troupe::opencl::default_device();          // a GPU if there is one, else the first device
+//   for (auto& d : troupe::opencl::devices()) std::cout << d.info().name << '\n';
+//   auto prog = troupe::opencl::program::build(dev, source, "-cl-fast-relaxed-math");
+// A device owns its OpenCL context; a program is built for one device. Both
+// are cheap to copy (shared handles) and safe to use from any thread.
+// A build failure throws opencl_error carrying the compiler's build log.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CL/opencl.hpp>
+
+namespace troupe::opencl {
+
+/// An OpenCL call failed, a device was not found, or a program did not
+/// build. what() names the operation and the OpenCL error (CL_INVALID_...);
+/// build_log() holds the compiler's output for a failed build.
+class opencl_error : public std::runtime_error {
+ public:
+  opencl_error(const std::string& what, int code = 0, std::string log = {})
+      : std::runtime_error{what}, code_{code}, log_{std::move(log)} {}
+  /// The OpenCL error code (0 when the failure is not an OpenCL call's).
+  int code() const noexcept { return code_; }
+  const std::string& build_log() const noexcept { return log_; }
+
+ private:
+  int code_;
+  std::string log_;
+};
+
+/// The name of an OpenCL error code ("CL_INVALID_WORK_GROUP_SIZE").
+std::string_view error_name(int code) noexcept;
+
+enum class device_type { cpu, gpu, accelerator, other };
+std::string_view to_string(device_type t) noexcept;
+
+struct device_info {
+  std::string name;
+  std::string vendor;
+  std::string version;         ///< "OpenCL 3.0 PoCL ..."
+  std::string driver_version;
+  std::string platform;        ///< the platform's name
+  device_type type = device_type::other;
+  std::size_t compute_units = 0;
+  std::size_t max_work_group_size = 0;
+  std::uint64_t global_memory = 0;  ///< bytes
+  std::uint64_t local_memory = 0;   ///< bytes
+  std::uint64_t max_allocation = 0; ///< bytes, the largest buffer
+  std::size_t index = 0;            ///< position in devices()
+};
+
+namespace detail {
+struct device_state;
+}
+
+/// A device with its context (and a queue for host transfers).
+class device {
+ public:
+  device() = default;
+  const device_info& info() const;
+  explicit operator bool() const noexcept { return static_cast<bool>(state_); }
+  friend bool operator==(const device& a, const device& b) noexcept { return a.state_ == b.state_; }
+
+  // The OpenCL objects, for code that talks to OpenCL directly.
+  const cl::Context& context() const;
+  const cl::Device& id() const;
+  /// A queue of this device's for host transfers (mem_ref uploads/reads).
+  cl::CommandQueue& transfer_queue() const;
+
+  /// Internal: shared by everything made on this device.
+  const std::shared_ptr<detail::device_state>& state() const noexcept { return state_; }
+  explicit device(std::shared_ptr<detail::device_state> s) noexcept : state_{std::move(s)} {}
+
+ private:
+  std::shared_ptr<detail::device_state> state_;
+};
+
+/// Every device of every platform, in platform order (the same objects on
+/// each call: one context per device per process). Empty if there is no
+/// OpenCL platform (no ICD installed).
+std::vector<device> devices();
+/// The first device of this type; opencl_error if there is none.
+device find_device(device_type t);
+/// The first device whose name contains `part`; opencl_error if none.
+device find_device(std::string_view part);
+/// devices()[i]; opencl_error if out of range.
+device find_device(std::size_t index);
+/// A GPU if there is one, else the first device; opencl_error if none.
+device default_device();
+
+/// A program built for one device.
+class program {
+ public:
+  program() = default;
+  /// Compiles OpenCL C source; opencl_error with the build log on failure.
+  static program build(const device& d, std::string_view source, const std::string& options = {});
+  /// Reads the source from a file first (opencl_error naming the file).
+  static program from_file(const device& d, const std::string& path, const std::string& options = {});
+
+  const device& dev() const noexcept { return dev_; }
+  const cl::Program& handle() const noexcept { return prog_; }
+  /// A new kernel object (each user needs its own: arguments are per object).
+  /// opencl_error when the program has no kernel of that name.
+  cl::Kernel make_kernel(const std::string& name) const;
+
+ private:
+  device dev_;
+  cl::Program prog_;
+};
+
+}  // namespace troupe::opencl

@@ -1,0 +1,608 @@
+// kernel_actor.hpp: OpenCL kernels as typed actors.
+//   namespace cl = troupe::opencl;
+//   auto prog = cl::program::build(cl::default_device(), source);
+//   auto vadd = cl::spawn(sys, prog, "vadd", cl::nd_range{{n}},
+//                         cl::in<float>{}, cl::in<float>{}, cl::out<float>{});
+//   // vadd: typed_actor<std::vector<float>(std::vector<float>, std::vector<float>)>
+//   self.request(vadd, 1s, xs, ys).then([](std::vector<float> sum) { ... });
+// Each tag names one kernel argument, in order:
+//   in<T>          the request carries a std::vector<T>, copied to the device
+//   in<T, ref>     the request carries a mem_ref<T> (data already on the device)
+//   out<T>         the reply carries a std::vector<T> read back from the device
+//   out<T, ref>    the reply carries a mem_ref<T>: the result stays on the device
+//   in_out<T, I, O> both (I, O: vec or ref; O defaults to I)
+//   scratch<T>     a device buffer the kernel uses; in no message
+//   local<T>       local memory (__local T*) of the given element count
+//   scalar<T>      a by-value argument, carried by the request
+// Sizes of out/scratch/local: the number of work items (default), a fixed
+// count, or a function of the launch (launch_info: the range in effect and
+// the element count of each request argument). A request whose types do not
+// match does not compile; sizes known only at run time (an empty input, a
+// local size that does not divide the global one, an enqueue the device
+// refuses) are answered with an error, never a crash.
+// Optional hooks (kernel(...).preprocess(f).postprocess(g)): f(nd_range&,
+// const inputs&...) adjusts the range per request; g(outputs&&...) shapes
+// the reply (and so the actor's type).
+// Concurrency: the actor has an ordinary mailbox on the scheduler. A request
+// is enqueued without blocking (writes, kernel, reads on the actor's own
+// in-order queue); the completion callback only posts a message back; at
+// most max_in_flight requests run at once, and while that many do, further
+// requests wait in the mailbox, where send_if and the soft limit see them.
+// Several actors may share a device (each has its own queue and kernel).
+// An actor that ends with requests in flight waits for its queue to finish
+// (bounded by the kernels' run time) and answers them with an error.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "troupe/actor/actor_system.hpp"
+#include "troupe/actor/event_actor.hpp"
+#include "troupe/actor/typed_actor.hpp"
+#include "troupe/opencl/device.hpp"
+
+namespace troupe::opencl {
+
+/// The work of one launch: global sizes (1 to 3 dimensions), optional
+/// offsets and local (work-group) sizes of the same dimensions.
+struct nd_range {
+  std::vector<std::size_t> global;
+  std::vector<std::size_t> offset{};
+  std::vector<std::size_t> local{};
+
+  /// The product of the global sizes.
+  std::size_t work_items() const noexcept;
+  /// "" if usable; else what is wrong with it, in words.
+  std::string problem() const;
+};
+
+/// What a size rule sees: the range in effect and, for each argument of the
+/// request in order, its element count (vector or mem_ref; 1 for a scalar).
+struct launch_info {
+  const nd_range& range;
+  std::span<const std::size_t> sizes;
+};
+
+/// The element count of an out, scratch or local argument.
+class size_rule {
+ public:
+  /// The number of work items of the launch.
+  size_rule() = default;
+  size_rule(std::size_t n) : n_{n}, fixed_{true} {}  // NOLINT: out<float>{1000}
+  template <class F>
+    requires std::is_invocable_r_v<std::size_t, F&, const launch_info&>
+  size_rule(F f) : f_{std::move(f)} {}  // NOLINT: out<float>{[](const launch_info&) { ... }}
+  std::size_t operator()(const launch_info& l) const {
+    if (fixed_) return n_;
+    if (f_) return f_(l);
+    return l.range.work_items();
+  }
+
+ private:
+  std::function<std::size_t(const launch_info&)> f_;
+  std::size_t n_ = 0;
+  bool fixed_ = false;
+};
+
+/// Data on a device: a buffer of `size()` elements and the event after
+/// which its content is ready. Copies share the buffer. Sent to another
+/// kernel actor on the same device, the data never comes back to the host:
+/// the next kernel waits for the ready event on the device.
+template <class T>
+class mem_ref {
+ public:
+  mem_ref() = default;
+  mem_ref(device d, cl::Buffer buf, std::size_t n, cl::Event ready = {})
+      : dev_{std::move(d)}, buf_{std::move(buf)}, n_{n}, ready_{std::move(ready)} {}
+
+  std::size_t size() const noexcept { return n_; }
+  explicit operator bool() const noexcept { return buf_() != nullptr; }
+  const device& dev() const noexcept { return dev_; }
+  const cl::Buffer& buffer() const noexcept { return buf_; }
+  /// Empty when the data was ready when the reference was made.
+  const cl::Event& ready() const noexcept { return ready_; }
+
+  /// A copy on the host. Blocks the calling thread until the data is ready
+  /// and read: for CPU actors that need the values, not for kernel chains.
+  std::vector<T> to_host() const {
+    std::vector<T> out(n_);
+    if (n_ == 0) return out;
+    std::vector<cl::Event> wait;
+    if (ready_()) wait.push_back(ready_);
+    try {
+      dev_.transfer_queue().enqueueReadBuffer(buf_, CL_TRUE, 0, n_ * sizeof(T), out.data(), &wait);
+    } catch (const cl::Error& e) {
+      throw opencl_error{std::string{"mem_ref::to_host: "} + e.what() + " failed with " +
+                             std::string{error_name(e.err())},
+                         e.err()};
+    }
+    return out;
+  }
+  /// A new device buffer holding `data` (blocks until copied).
+  static mem_ref upload(const device& d, const std::vector<T>& data) {
+    if (data.empty()) throw opencl_error{"mem_ref::upload: empty data (OpenCL buffers cannot be empty)"};
+    try {
+      cl::Buffer b{d.context(), CL_MEM_READ_WRITE, data.size() * sizeof(T)};
+      d.transfer_queue().enqueueWriteBuffer(b, CL_TRUE, 0, data.size() * sizeof(T), data.data());
+      return mem_ref{d, std::move(b), data.size()};
+    } catch (const cl::Error& e) {
+      throw opencl_error{std::string{"mem_ref::upload: "} + e.what() + " failed with " +
+                             std::string{error_name(e.err())},
+                         e.err()};
+    }
+  }
+
+ private:
+  device dev_;
+  cl::Buffer buf_;
+  std::size_t n_ = 0;
+  cl::Event ready_;
+};
+
+/// Where an argument's data is in messages: a host vector or a mem_ref.
+struct vec {};
+struct ref {};
+
+namespace detail {
+enum class arg_kind { in, out, in_out, scratch, local, scalar };
+template <class T, class Where>
+using carried = std::conditional_t<std::is_same_v<Where, ref>, mem_ref<T>, std::vector<T>>;
+template <class W>
+concept where = std::is_same_v<W, vec> || std::is_same_v<W, ref>;
+}  // namespace detail
+
+template <class T, detail::where Where = vec>
+struct in {
+  static constexpr detail::arg_kind kind = detail::arg_kind::in;
+  using value_type = T;
+  using input = detail::carried<T, Where>;
+  using output = void;
+};
+template <class T, detail::where Where = vec>
+struct out {
+  static constexpr detail::arg_kind kind = detail::arg_kind::out;
+  using value_type = T;
+  using input = void;
+  using output = detail::carried<T, Where>;
+  size_rule size{};
+};
+template <class T, detail::where In = vec, detail::where Out = In>
+struct in_out {
+  static constexpr detail::arg_kind kind = detail::arg_kind::in_out;
+  using value_type = T;
+  using input = detail::carried<T, In>;
+  using output = detail::carried<T, Out>;
+};
+template <class T>
+struct scratch {
+  static constexpr detail::arg_kind kind = detail::arg_kind::scratch;
+  using value_type = T;
+  using input = void;
+  using output = void;
+  size_rule size{};
+};
+template <class T>
+struct local {
+  static constexpr detail::arg_kind kind = detail::arg_kind::local;
+  using value_type = T;
+  using input = void;
+  using output = void;
+  size_rule size{};
+};
+template <class T>
+  requires std::is_trivially_copyable_v<T>
+struct scalar {
+  static constexpr detail::arg_kind kind = detail::arg_kind::scalar;
+  using value_type = T;
+  using input = T;
+  using output = void;
+};
+
+/// No pre- or post-processing.
+struct no_hook {};
+
+/// What to spawn: a kernel of a program over a range, with optional hooks.
+template <class Pre = no_hook, class Post = no_hook>
+struct kernel_spec {
+  program prog;
+  std::string name;
+  nd_range range;
+  Pre pre{};
+  Post post{};
+  std::size_t in_flight = 4;  ///< requests enqueued at once (>= 1)
+
+  /// f(nd_range&, const inputs&...): the range of each request.
+  template <class F>
+  kernel_spec<F, Post> preprocess(F f) const {
+    return {prog, name, range, std::move(f), post, in_flight};
+  }
+  /// g(outputs&&...) -> R: the reply becomes R.
+  template <class G>
+  kernel_spec<Pre, G> postprocess(G g) const {
+    return {prog, name, range, pre, std::move(g), in_flight};
+  }
+  kernel_spec max_in_flight(std::size_t n) const {
+    auto s = *this;
+    s.in_flight = n;
+    return s;
+  }
+};
+
+inline kernel_spec<> kernel(program p, std::string name, nd_range range) {
+  return {std::move(p), std::move(name), std::move(range)};
+}
+
+namespace detail {
+
+/// Shared by a kernel actor and its completion callbacks, which may run
+/// after the actor has ended (then `target` is null and they do nothing).
+struct kernel_link;
+/// Posts kernel_done to the linked actor, if it still runs (callback thread).
+void complete(kernel_link& l, std::uint64_t id, int status) noexcept;
+
+/// What a kernel actor is made of, checked before it is spawned (throws
+/// opencl_error): the kernel object and the actor's own queue.
+struct kernel_parts {
+  device dev;
+  cl::Kernel kernel;
+  cl::CommandQueue queue;
+  std::size_t in_flight;
+};
+kernel_parts make_parts(const program& p, const std::string& name, const nd_range& range, std::size_t tags,
+                        std::size_t in_flight);
+
+/// The urgent message a completion posts to its actor.
+struct kernel_done {
+  std::uint64_t id;
+  int status;  ///< CL_COMPLETE, or the negative error of a failed command
+};
+
+/// The untyped part of every kernel actor: queue, kernel object, the
+/// in-flight bound (its intake gate), completion callbacks, buffer reuse.
+class kernel_actor_base : public event_actor, private intake_gate {
+ public:
+  ~kernel_actor_base() override;
+
+ protected:
+  kernel_actor_base(kernel_parts parts, std::size_t tags);
+
+  /// Makes `last`'s completion post kernel_done{id} (one more in flight)
+  /// and submits the queue.
+  void watch(const cl::Event& last, std::uint64_t id);
+  /// A kernel_done was handled: one fewer in flight.
+  void completed() noexcept {
+    --in_flight_;
+    ++completed_;
+  }
+  /// A buffer of at least `bytes` for argument `arg` (reused when one is free).
+  cl::Buffer take_buffer(std::size_t arg, std::size_t bytes);
+  void give_buffer(std::size_t arg, cl::Buffer b);
+  /// The actor's queue finished (blocking): before freeing host memory of
+  /// commands that an enqueue failure left behind.
+  void drain_queue() noexcept;
+  void on_exit() noexcept override;
+  /// Answers every request still in flight (on_exit).
+  virtual void abandon_all() noexcept = 0;
+
+  device dev_;
+  cl::Kernel kernel_;
+  cl::CommandQueue queue_;
+  std::uint64_t next_id_ = 0;
+
+ private:
+  bool open() const noexcept override { return in_flight_ < max_in_flight_; }
+  bool park() noexcept override;
+  friend void complete(kernel_link& l, std::uint64_t id, int status) noexcept;
+
+  std::shared_ptr<kernel_link> link_;
+  std::size_t in_flight_ = 0;
+  std::size_t max_in_flight_;
+  std::uint64_t completed_ = 0;
+  std::vector<std::vector<std::pair<cl::Buffer, std::size_t>>> pool_;  // per argument: free buffers
+};
+
+/// The failure of an OpenCL call, as an error for a reply.
+troupe::error cl_failure(const char* what, const cl::Error& e);
+troupe::error kernel_error(std::string what);
+
+template <class R, class Inputs>
+struct sig_of;
+template <class R, class... Is>
+struct sig_of<R, std::tuple<Is...>> {
+  using type = R(Is...);
+};
+
+template <class T>
+using opt_tuple = std::conditional_t<std::is_void_v<T>, std::tuple<>, std::tuple<T>>;
+
+template <class... Tags>
+using inputs_of = decltype(std::tuple_cat(std::declval<opt_tuple<typename Tags::input>>()...));
+template <class... Tags>
+using outputs_of = decltype(std::tuple_cat(std::declval<opt_tuple<typename Tags::output>>()...));
+
+/// Position of each tag's request argument (or output) among the inputs (outputs).
+template <bool Outputs, class... Tags>
+constexpr std::array<std::size_t, sizeof...(Tags)> positions() {
+  std::array<std::size_t, sizeof...(Tags)> at{};
+  std::size_t k = 0, i = 0;
+  ((at[i++] = (std::is_void_v<std::conditional_t<Outputs, typename Tags::output, typename Tags::input>> ? SIZE_MAX
+                                                                                                           : k++)),
+   ...);
+  return at;
+}
+
+template <class Post, class Outs>
+struct reply_of;
+template <class Post, class... Os>
+struct reply_of<Post, std::tuple<Os...>> {
+  using type = std::invoke_result_t<Post&, Os&&...>;
+};
+template <class O>
+struct reply_of<no_hook, std::tuple<O>> {
+  using type = O;
+};
+template <class... Os>
+  requires(sizeof...(Os) != 1)
+struct reply_of<no_hook, std::tuple<Os...>> {
+  using type = std::tuple<Os...>;
+};
+
+/// Per argument of one request: its buffer and host data.
+template <class Tag>
+struct slot {
+  using T = typename Tag::value_type;
+  std::vector<T> host;  // in (kept alive for the write), out / in_out (read target)
+  mem_ref<T> ref;       // device data in or out
+  cl::Buffer buf;       // the argument's buffer (pooled when not a mem_ref's)
+  std::size_t n = 0;    // elements
+  bool pooled = false;
+};
+
+template <class Pre, class Post, class... Tags>
+class kernel_actor final : public kernel_actor_base {
+  using inputs = inputs_of<Tags...>;
+  using outputs = outputs_of<Tags...>;
+  static_assert(std::tuple_size_v<outputs> > 0, "troupe::opencl::spawn: a kernel actor needs an out or in_out argument");
+  static constexpr auto in_at = positions<false, Tags...>();
+  static constexpr auto out_at = positions<true, Tags...>();
+  using reply_type = typename reply_of<Post, outputs>::type;
+
+ public:
+  using signature = typename sig_of<reply_type, inputs>::type;
+  using handle_type = typed_actor<signature>;
+
+  kernel_actor(kernel_parts parts, const kernel_spec<Pre, Post>& spec, std::tuple<Tags...> tags)
+      : kernel_actor_base{std::move(parts), sizeof...(Tags)},
+        range_{spec.range},
+        pre_{spec.pre},
+        post_{spec.post},
+        tags_{std::move(tags)} {}
+
+ protected:
+  behavior make_behavior() override {
+    return request_handler(static_cast<inputs*>(nullptr));
+  }
+
+ private:
+  struct command {
+    response_promise promise;
+    std::tuple<slot<Tags>...> slots;
+  };
+
+  template <class... Is>
+  behavior request_handler(std::tuple<Is...>*) {
+    return behavior{[this](Is&... xs) -> response_promise {
+                      auto rp = make_response_promise();
+                      launch(rp, std::forward_as_tuple(xs...), std::index_sequence_for<Tags...>{});
+                      return rp;
+                    },
+                    [this](kernel_done d) { finish(d); }};
+  }
+
+  template <class Args, std::size_t... I>
+  void launch(response_promise& rp, Args args, std::index_sequence<I...>) {
+    nd_range r = range_;
+    if constexpr (!std::is_same_v<Pre, no_hook>) std::apply([&](auto&... xs) { pre_(r, std::as_const(xs)...); }, args);
+    if (auto p = r.problem(); !p.empty()) {
+      rp.deliver(kernel_error("bad nd_range: " + p));
+      return;
+    }
+    std::array<std::size_t, std::tuple_size_v<inputs> + 1> sizes{};
+    std::apply([&](auto&... xs) { std::size_t k = 0; ((sizes[k++] = element_count(xs)), ...); }, args);
+    const launch_info info{r, std::span<const std::size_t>{sizes.data(), std::tuple_size_v<inputs>}};
+    auto cmd = std::make_unique<command>();
+    std::vector<cl::Event> waits;
+    bool enqueued = false;
+    try {
+      std::string bad;
+      ((bad.empty() ? void(bad = prepare<I>(*cmd, args, info, waits, enqueued)) : void()), ...);
+      if (!bad.empty()) {
+        if (enqueued) drain_queue();
+        rp.deliver(kernel_error(bad));
+        return;
+      }
+      cl::Event done;
+      enqueued = true;
+      queue_.enqueueNDRangeKernel(kernel_, dims(r.offset), dims(r.global), dims(r.local), &waits, &done);
+      (collect<I>(*cmd, done), ...);
+      const auto id = ++next_id_;
+      watch(done, id);
+      cmd->promise = std::move(rp);
+      commands_.emplace(id, std::move(cmd));
+    } catch (const cl::Error& e) {
+      if (enqueued) drain_queue();
+      rp.deliver(cl_failure("enqueueing the kernel", e));
+    }
+  }
+
+  static cl::NDRange dims(const std::vector<std::size_t>& v) {
+    switch (v.size()) {
+      case 1:
+        return cl::NDRange{v[0]};
+      case 2:
+        return cl::NDRange{v[0], v[1]};
+      case 3:
+        return cl::NDRange{v[0], v[1], v[2]};
+      default:
+        return cl::NullRange;
+    }
+  }
+
+  template <class X>
+  static std::size_t element_count(const X& x) {
+    if constexpr (requires { x.size(); }) return x.size();
+    else return 1;
+  }
+
+  /// Argument I before the launch: buffer, writes, kernel argument. Returns
+  /// "" or what is wrong with the request.
+  template <std::size_t I, class Args>
+  std::string prepare(command& c, Args& args, const launch_info& info, std::vector<cl::Event>& waits,
+                      bool& enqueued) {
+    using Tag = std::tuple_element_t<I, std::tuple<Tags...>>;
+    using T = typename Tag::value_type;
+    auto& s = std::get<I>(c.slots);
+    const auto& tag = std::get<I>(tags_);
+    const std::string which = "argument " + std::to_string(I);
+    constexpr auto kind = Tag::kind;
+    if constexpr (kind == arg_kind::scalar) {
+      kernel_.setArg(I, std::get<in_at[I]>(args));
+    } else if constexpr (kind == arg_kind::local) {
+      const auto n = tag.size(info);
+      if (n == 0) return which + " (local): the size rule gave 0 elements";
+      kernel_.setArg(I, cl::Local(n * sizeof(T)));
+    } else if constexpr (kind == arg_kind::scratch || kind == arg_kind::out) {
+      const auto n = tag.size(info);
+      if (n == 0) return which + ": the size rule gave 0 elements";
+      s.buf = take_buffer(I, n * sizeof(T));
+      s.pooled = true;
+      s.n = n;
+      kernel_.setArg(I, s.buf);
+    } else {  // in, in_out: from the request
+      auto& x = std::get<in_at[I]>(args);
+      if constexpr (std::is_same_v<std::decay_t<decltype(x)>, mem_ref<T>>) {
+        if (!x) return which + ": an empty mem_ref";
+        if (!(x.dev() == dev_)) return which + ": a mem_ref of another device (" + x.dev().info().name + ")";
+        s.ref = x;
+        s.buf = x.buffer();
+        s.n = x.size();
+        if (x.ready()()) waits.push_back(x.ready());
+      } else {
+        if (x.empty()) return which + ": an empty vector (OpenCL buffers cannot be empty)";
+        s.host = std::move(x);
+        s.n = s.host.size();
+        s.buf = take_buffer(I, s.n * sizeof(T));
+        s.pooled = true;
+        enqueued = true;
+        queue_.enqueueWriteBuffer(s.buf, CL_FALSE, 0, s.host.size() * sizeof(T), s.host.data());
+      }
+      kernel_.setArg(I, s.buf);
+    }
+    return {};
+  }
+
+  /// Argument I after the launch: reads back host outputs, makes mem_refs.
+  template <std::size_t I>
+  void collect(command& c, cl::Event& done) {
+    using Tag = std::tuple_element_t<I, std::tuple<Tags...>>;
+    using T = typename Tag::value_type;
+    if constexpr (!std::is_void_v<typename Tag::output>) {
+      auto& s = std::get<I>(c.slots);
+      const std::size_t n = s.n;
+      if constexpr (std::is_same_v<typename Tag::output, mem_ref<T>>) {
+        s.ref = mem_ref<T>{dev_, s.buf, n, done};
+        s.pooled = false;  // the reference owns it now
+      } else {
+        s.host.resize(n);
+        cl::Event read;
+        queue_.enqueueReadBuffer(s.buf, CL_FALSE, 0, n * sizeof(T), s.host.data(), nullptr, &read);
+        done = read;  // in order: the last command of the request
+      }
+    }
+  }
+
+  void finish(kernel_done d) {
+    auto it = commands_.find(d.id);
+    if (it == commands_.end()) return;
+    auto cmd = std::move(it->second);
+    commands_.erase(it);
+    completed();
+    if (d.status < 0) {
+      give_back(*cmd, std::index_sequence_for<Tags...>{});
+      cmd->promise.deliver(kernel_error("the kernel or a transfer failed on the device: " +
+                                        std::string{error_name(d.status)}));
+      return;
+    }
+    auto outs = take_outputs(*cmd, std::index_sequence_for<Tags...>{});
+    give_back(*cmd, std::index_sequence_for<Tags...>{});
+    if constexpr (!std::is_same_v<Post, no_hook>) {
+      cmd->promise.deliver(std::apply([this](auto&&... os) { return post_(std::move(os)...); }, std::move(outs)));
+    } else {
+      std::apply([&](auto&&... os) { cmd->promise.deliver(std::move(os)...); }, std::move(outs));
+    }
+  }
+
+  template <std::size_t... I>
+  outputs take_outputs(command& c, std::index_sequence<I...>) {
+    return std::tuple_cat(output_of<I>(c)...);
+  }
+  template <std::size_t I>
+  auto output_of(command& c) {
+    using Tag = std::tuple_element_t<I, std::tuple<Tags...>>;
+    using O = typename Tag::output;
+    auto& s = std::get<I>(c.slots);
+    if constexpr (std::is_void_v<O>) return std::tuple<>{};
+    else if constexpr (std::is_same_v<O, mem_ref<typename Tag::value_type>>) return std::tuple<O>{std::move(s.ref)};
+    else return std::tuple<O>{std::move(s.host)};
+  }
+  template <std::size_t... I>
+  void give_back(command& c, std::index_sequence<I...>) {
+    ((std::get<I>(c.slots).pooled ? give_buffer(I, std::move(std::get<I>(c.slots).buf)) : void()), ...);
+  }
+
+  void abandon_all() noexcept override {
+    for (auto& [id, cmd] : commands_) cmd->promise.deliver(kernel_error("the kernel actor ended with this request in flight"));
+    commands_.clear();
+  }
+
+  nd_range range_;
+  Pre pre_;
+  Post post_;
+  std::tuple<Tags...> tags_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<command>> commands_;
+};
+
+}  // namespace detail
+
+/// The typed handle of a kernel actor spawned with these tags and hooks.
+template <class Pre, class Post, class... Tags>
+using kernel_handle = typename detail::kernel_actor<Pre, Post, Tags...>::handle_type;
+
+/// Spawns a kernel actor. Throws opencl_error when the program has no such
+/// kernel, the kernel takes a different number of arguments than there are
+/// tags, the range is malformed, or max_in_flight is 0.
+template <class Pre, class Post, class... Tags>
+kernel_handle<Pre, Post, Tags...> spawn(actor_system& sys, const kernel_spec<Pre, Post>& spec, Tags... tags) {
+  using A = detail::kernel_actor<Pre, Post, Tags...>;
+  auto parts = detail::make_parts(spec.prog, spec.name, spec.range, sizeof...(Tags), spec.in_flight);
+  return kernel_handle<Pre, Post, Tags...>{sys.spawn<A>(std::move(parts), spec, std::tuple<Tags...>{std::move(tags)...})};
+}
+template <class... Tags>
+  requires(sizeof...(Tags) > 0)
+kernel_handle<no_hook, no_hook, Tags...> spawn(actor_system& sys, const program& p, std::string name, nd_range range,
+                                                Tags... tags) {
+  return opencl::spawn(sys, kernel(p, std::move(name), std::move(range)), std::move(tags)...);
+}
+
+}  // namespace troupe::opencl
