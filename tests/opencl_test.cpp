@@ -12,10 +12,21 @@
 #include "troupe/opencl/opencl.hpp"
 #include "troupe/troupe.hpp"
 
+namespace st = troupe::stream;
+
 using namespace std::chrono_literals;
 using troupe::errc;
 using troupe::error;
 namespace ocl = troupe::opencl;
+
+// PoCL and the LLVM it compiles kernels with are not built with the
+// sanitizers: reports with a frame inside them are not about troupe (PoCL
+// keeps some compiler state until exit, and frees it only sometimes).
+// Everything else stays checked.
+extern "C" const char* __lsan_default_suppressions() { return "leak:libpocl.so\nleak:libLLVM-15.so\n"; }
+extern "C" const char* __tsan_default_suppressions() {
+  return "race:libpocl.so\ncalled_from_lib:libpocl.so\nrace:libLLVM-15.so\n";
+}
 
 namespace {
 
@@ -43,6 +54,15 @@ __kernel void group_sum(__global const float* x, __global float* out, __local fl
   }
   if (l == 0) out[get_group_id(0)] = tmp[0];
 }
+// Device-stage kernels: (const In*, Out*, uint n), one output per input.
+__kernel void twice_plus_one(__global const float* in, __global float* out, uint n) {
+  size_t i = get_global_id(0);
+  if (i < n) out[i] = 2.0f * in[i] + 1.0f;
+}
+__kernel void to_int(__global const float* in, __global int* out, uint n) {
+  size_t i = get_global_id(0);
+  if (i < n) out[i] = (int)in[i];
+}
 // Busy for a while (a long kernel for the in-flight tests).
 __kernel void spin(__global const int* rounds, __global int* out) {
   size_t i = get_global_id(0);
@@ -52,7 +72,7 @@ __kernel void spin(__global const int* rounds, __global int* out) {
 }
 )CL";
 
-struct fixture : ::testing::Test {
+struct opencl_kernel : ::testing::Test {
   void SetUp() override {
     if (ocl::devices().empty()) GTEST_SKIP() << "no OpenCL device (scripts/setup installs PoCL)";
     dev = ocl::default_device();
@@ -89,7 +109,7 @@ TEST(opencl_device, lists_devices_with_properties) {
   EXPECT_THROW(ocl::find_device("no such device name"), ocl::opencl_error);
 }
 
-TEST_F(fixture, build_failure_carries_the_log) {
+TEST_F(opencl_kernel, build_failure_carries_the_log) {
   try {
     ocl::program::build(dev, "__kernel void broken(__global float* x) { x[0] = undefined_name; }");
     FAIL() << "the program built";
@@ -102,7 +122,7 @@ TEST_F(fixture, build_failure_carries_the_log) {
   EXPECT_THROW(prog.make_kernel("no_such_kernel"), ocl::opencl_error);
 }
 
-TEST_F(fixture, vector_add_request) {
+TEST_F(opencl_kernel, vector_add_request) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   const std::size_t n = 1000;
   auto vadd = ocl::spawn(sys, prog, "vadd", ocl::nd_range{{n}}, ocl::in<float>{}, ocl::in<float>{}, ocl::out<float>{});
@@ -112,4 +132,292 @@ TEST_F(fixture, vector_add_request) {
       .receive([&](std::vector<float>& c) { got = std::move(c); }, [](error& e) { FAIL() << e.to_string(); });
   ASSERT_EQ(got.size(), n);
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], static_cast<float>(2 * i + 1)) << i;
+}
+
+TEST_F(opencl_kernel, in_out_and_scalar_arguments) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto scale = ocl::spawn(sys, prog, "scale", ocl::nd_range{{256}}, ocl::in_out<float>{}, ocl::scalar<float>{});
+  troupe::scoped_actor self{sys};
+  std::vector<float> got;
+  self->request(scale, 10s, iota_f(256), 3.0f)
+      .receive([&](std::vector<float>& x) { got = std::move(x); }, [](error& e) { FAIL() << e.to_string(); });
+  ASSERT_EQ(got.size(), 256U);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], 3.0f * static_cast<float>(i));
+}
+
+TEST_F(opencl_kernel, local_memory_and_size_rules) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  constexpr std::size_t n = 1024, group = 64;
+  auto sums = ocl::spawn(sys, prog, "group_sum", ocl::nd_range{{n}, {}, {group}}, ocl::in<float>{},
+                         ocl::out<float>{[](const ocl::launch_info& l) { return l.range.work_items() / group; }},
+                         ocl::local<float>{group});
+  troupe::scoped_actor self{sys};
+  std::vector<float> got;
+  self->request(sums, 10s, std::vector<float>(n, 1.0f))
+      .receive([&](std::vector<float>& x) { got = std::move(x); }, [](error& e) { FAIL() << e.to_string(); });
+  ASSERT_EQ(got.size(), n / group);
+  for (float v : got) EXPECT_EQ(v, static_cast<float>(group));
+}
+
+TEST_F(opencl_kernel, preprocess_sets_the_range_and_postprocess_shapes_the_reply) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto spec = ocl::kernel(prog, "square", ocl::nd_range{{1}})
+                  .preprocess([](ocl::nd_range& r, const std::vector<float>& x) { r.global = {x.size()}; })
+                  .postprocess([](std::vector<float> y) { return std::accumulate(y.begin(), y.end(), 0.0); });
+  auto sum_of_squares = ocl::spawn(sys, spec, ocl::in<float>{}, ocl::out<float>{});
+  static_assert(std::is_same_v<decltype(sum_of_squares), troupe::typed_actor<double(std::vector<float>)>>);
+  troupe::scoped_actor self{sys};
+  for (std::size_t n : {1U, 7U, 100U, 3000U}) {
+    double got = -1;
+    self->request(sum_of_squares, 10s, iota_f(n))
+        .receive([&](double s) { got = s; }, [](error& e) { FAIL() << e.to_string(); });
+    double want = 0;
+    for (std::size_t i = 0; i < n; ++i) want += static_cast<double>(i) * static_cast<double>(i);
+    EXPECT_EQ(got, want) << n;
+  }
+}
+
+TEST_F(opencl_kernel, data_stays_on_the_device_between_kernel_actors) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  constexpr std::size_t n = 512;
+  auto square = ocl::spawn(sys, prog, "square", ocl::nd_range{{n}}, ocl::in<float>{}, ocl::out<float, ocl::ref>{});
+  auto add = ocl::spawn(sys, prog, "vadd", ocl::nd_range{{n}}, ocl::in<float, ocl::ref>{}, ocl::in<float, ocl::ref>{},
+                        ocl::out<float>{});
+  static_assert(std::is_same_v<decltype(square), troupe::typed_actor<ocl::mem_ref<float>(std::vector<float>)>>);
+  troupe::scoped_actor self{sys};
+  ocl::mem_ref<float> sq;
+  self->request(square, 10s, iota_f(n))
+      .receive([&](ocl::mem_ref<float>& r) { sq = r; }, [](error& e) { FAIL() << e.to_string(); });
+  ASSERT_TRUE(sq);
+  EXPECT_EQ(sq.size(), n);
+  auto ones = ocl::mem_ref<float>::upload(dev, std::vector<float>(n, 1.0f));
+  std::vector<float> got;
+  self->request(add, 10s, sq, ones)
+      .receive([&](std::vector<float>& c) { got = std::move(c); }, [](error& e) { FAIL() << e.to_string(); });
+  ASSERT_EQ(got.size(), n);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], static_cast<float>(i * i + 1)) << i;
+  auto back = sq.to_host();  // a CPU actor asks for a host copy
+  ASSERT_EQ(back.size(), n);
+  EXPECT_EQ(back[5], 25.0f);
+  // in_out with the data on the device, the result to the host.
+  auto scale = ocl::spawn(sys, prog, "scale", ocl::nd_range{{n}}, ocl::in_out<float, ocl::ref, ocl::vec>{},
+                          ocl::scalar<float>{});
+  self->request(scale, 10s, sq, 2.0f)
+      .receive([&](std::vector<float>& x) { got = std::move(x); }, [](error& e) { FAIL() << e.to_string(); });
+  ASSERT_EQ(got.size(), n);
+  EXPECT_EQ(got[3], 18.0f);
+}
+
+TEST_F(opencl_kernel, bad_requests_are_answered_with_errors) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  troupe::scoped_actor self{sys};
+  auto expect_error = [&](auto handle, auto... xs) {
+    std::string what;
+    self->request(handle, 10s, xs...)
+        .receive([&](std::vector<float>&) { what = "a value"; },
+                 [&](error& e) {
+                   EXPECT_EQ(e.code(), errc::runtime_error);
+                   what = e.message();
+                 });
+    return what;
+  };
+  auto vadd = ocl::spawn(sys, prog, "vadd", ocl::nd_range{{16}}, ocl::in<float>{}, ocl::in<float>{}, ocl::out<float>{});
+  auto what = expect_error(vadd, std::vector<float>{}, iota_f(16));
+  EXPECT_NE(what.find("argument 0"), std::string::npos) << what;
+  EXPECT_NE(what.find("empty"), std::string::npos) << what;
+  // A local size that does not divide the global one, known only per request.
+  auto odd = ocl::spawn(sys,
+                        ocl::kernel(prog, "square", ocl::nd_range{{16}, {}, {8}})
+                            .preprocess([](ocl::nd_range& r, const std::vector<float>& x) { r.global = {x.size()}; }),
+                        ocl::in<float>{}, ocl::out<float>{});
+  what = expect_error(odd, iota_f(12));
+  EXPECT_NE(what.find("does not divide"), std::string::npos) << what;
+  // A size rule that gives 0.
+  auto none = ocl::spawn(sys, prog, "square", ocl::nd_range{{16}}, ocl::in<float>{}, ocl::out<float>{0});
+  what = expect_error(none, iota_f(16));
+  EXPECT_NE(what.find("0 elements"), std::string::npos) << what;
+  // The actor is still there and answers good requests.
+  std::vector<float> got;
+  self->request(vadd, 10s, iota_f(16), iota_f(16))
+      .receive([&](std::vector<float>& c) { got = c; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(got.size(), 16U);
+}
+
+TEST_F(opencl_kernel, spawn_checks_the_kernel_and_its_arguments) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  try {
+    ocl::spawn(sys, prog, "vadd", ocl::nd_range{{16}}, ocl::in<float>{}, ocl::out<float>{});
+    FAIL() << "spawned with too few tags";
+  } catch (const ocl::opencl_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("takes 3 arguments"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ocl::spawn(sys, prog, "nope", ocl::nd_range{{16}}, ocl::in<float>{}, ocl::out<float>{}),
+               ocl::opencl_error);
+  EXPECT_THROW(ocl::spawn(sys, prog, "square", ocl::nd_range{{}}, ocl::in<float>{}, ocl::out<float>{}),
+               ocl::opencl_error);
+  EXPECT_THROW(ocl::spawn(sys, prog, "square", ocl::nd_range{{1, 2, 3, 4}}, ocl::in<float>{}, ocl::out<float>{}),
+               ocl::opencl_error);
+  EXPECT_THROW(ocl::spawn(sys, ocl::kernel(prog, "square", ocl::nd_range{{16}}).max_in_flight(0), ocl::in<float>{},
+                          ocl::out<float>{}),
+               ocl::opencl_error);
+  EXPECT_EQ(sys.live_actors(), 0U);
+}
+
+namespace {
+// A kernel that runs for a while: `rounds` iterations per work item.
+auto spawn_spin(troupe::actor_system& sys, const ocl::program& prog, std::size_t in_flight) {
+  return ocl::spawn(sys, ocl::kernel(prog, "spin", ocl::nd_range{{64}}).max_in_flight(in_flight), ocl::in<int>{},
+                    ocl::out<int>{});
+}
+}  // namespace
+
+TEST_F(opencl_kernel, requests_beyond_the_in_flight_bound_wait_in_the_mailbox) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto spin = spawn_spin(sys, prog, 2);
+  troupe::scoped_actor self{sys};
+  constexpr int sent = 12;
+  for (int i = 0; i < sent; ++i) self->send(spin, std::vector<int>{2'000'000});
+  // At most 2 run; the others stay queued where senders see them.
+  bool refused = false;
+  for (int tries = 0; tries < 100 && !refused; ++tries) {
+    refused = !self->send_if(spin.address(), 4, std::vector<int>{1});
+    if (!refused) std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(refused) << "send_if never saw a backlog";
+  int replies = 0;
+  while (replies < sent && self->receive_for(
+                               60s,
+                               [&](std::vector<int>& out) {
+                                 EXPECT_EQ(out.size(), 64U);
+                                 ++replies;
+                               })) {
+  }
+  EXPECT_EQ(replies, sent);
+}
+
+TEST_F(opencl_kernel, replies_keep_the_order_of_requests) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto scale = ocl::spawn(sys, ocl::kernel(prog, "scale", ocl::nd_range{{8}}).max_in_flight(3), ocl::in_out<float>{},
+                          ocl::scalar<float>{});
+  troupe::scoped_actor self{sys};
+  constexpr int n = 200;
+  for (int i = 0; i < n; ++i) self->send(scale, std::vector<float>(8, 1.0f), static_cast<float>(i));
+  for (int i = 0; i < n; ++i) {
+    float got = -1;
+    ASSERT_TRUE(self->receive_for(30s, [&](std::vector<float>& x) { got = x[0]; }));
+    ASSERT_EQ(got, static_cast<float>(i));
+  }
+}
+
+TEST_F(opencl_kernel, many_actors_share_a_device) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  constexpr std::size_t n = 256;
+  constexpr int actors = 4, per_actor = 50;
+  std::atomic<int> ok{0}, bad{0};
+  for (int a = 0; a < actors; ++a) {
+    auto vadd =
+        ocl::spawn(sys, prog, "vadd", ocl::nd_range{{n}}, ocl::in<float>{}, ocl::in<float>{}, ocl::out<float>{});
+    sys.spawn([vadd, a, &ok, &bad](troupe::event_actor& self) {
+      for (int i = 0; i < per_actor; ++i) {
+        const float k = static_cast<float>(a * 1000 + i);
+        self.request(vadd, 30s, std::vector<float>(n, k), std::vector<float>(n, 1.0f))
+            .then([&ok, &bad,
+                   k](std::vector<float>& c) { (c.size() == n && c[0] == k + 1 && c[n - 1] == k + 1 ? ok : bad)++; },
+                  [&bad](error&) { bad++; });
+      }
+      return troupe::behavior{};
+    });
+  }
+  for (int i = 0; i < 60'000 && ok.load() + bad.load() < actors * per_actor; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(ok.load(), actors * per_actor);
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST_F(opencl_kernel, shutdown_with_kernels_in_flight_neither_hangs_nor_leaks) {
+  std::atomic<int> answered{0};
+  {
+    troupe::actor_system sys{troupe::config{.workers = 2}};
+    auto spin = spawn_spin(sys, prog, 2);
+    sys.spawn([spin, &answered](troupe::event_actor& self) {
+      for (int i = 0; i < 6; ++i)
+        self.request(spin, troupe::infinite, std::vector<int>{3'000'000})
+            .then([&answered](std::vector<int>&) { answered++; }, [&answered](error&) { answered++; });
+      return troupe::behavior{};
+    });
+    std::this_thread::sleep_for(20ms);
+  }  // the system shuts down with kernels running and requests queued
+  EXPECT_LE(answered.load(), 6);
+}
+
+namespace {
+auto float_source(std::int64_t n) {
+  return st::source([i = std::int64_t{0}, n]() mutable -> std::optional<float> {
+    if (i == n) return std::nullopt;
+    return static_cast<float>(i++);
+  });
+}
+}  // namespace
+
+TEST_F(opencl_kernel, device_map_keeps_every_element_in_order) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  constexpr std::int64_t n = 100'003;  // not a multiple of the batch
+  std::vector<float> got;
+  got.reserve(n);
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{float_source(n),
+                            ocl::device_map<float, float>(prog, "twice_plus_one", {.size = 1000, .local = 64}),
+                            st::sink([&](float y) { got.push_back(y); })});
+  g.wait();
+  ASSERT_EQ(static_cast<std::int64_t>(got.size()), n);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2.0f * static_cast<float>(i) + 1.0f) << i;
+}
+
+TEST_F(opencl_kernel, device_map_replicas_in_a_farm_and_other_output_types) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  constexpr std::int64_t n = 50'000;
+  std::vector<int> count(n, 0);
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{float_source(n), troupe::farm{ocl::device_map<float, int>(prog, "to_int", {.size = 512}), 3},
+                       st::sink([&](int v) {
+                         if (v >= 0 && v < n) ++count[static_cast<std::size_t>(v)];
+                       })});
+  g.wait();
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(count[static_cast<std::size_t>(i)], 1) << i;
+}
+
+TEST_F(opencl_kernel, device_map_sends_a_partial_batch_when_its_input_runs_dry) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  // Element i leaves the source only after the sink has seen element i - 1:
+  // a stage that waited for a full batch (4096) would stall the stream.
+  struct lockstep : st::node<void, float> {
+    std::atomic<std::int64_t>* seen = nullptr;
+    std::int64_t next = 0;
+    bool produce() {
+      if (next == 50) return false;
+      if (seen->load() < next) {
+        pause_until(st::now() + 50'000);
+        return true;
+      }
+      send_next(static_cast<float>(next++));
+      return true;
+    }
+  };
+  std::atomic<std::int64_t> seen{0};
+  lockstep src;
+  src.seen = &seen;
+  std::int64_t count = 0;
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{src, ocl::device_map<float, float>(prog, "twice_plus_one", {}), st::sink([&](float y) {
+                              ++count;
+                              seen.store(static_cast<std::int64_t>((y - 1.0f) / 2.0f) + 1);
+                            })});
+  g.wait();
+  EXPECT_EQ(count, 50);
+}
+
+TEST_F(opencl_kernel, device_map_checks_its_kernel_up_front) {
+  using stage = ocl::device_map_node<float, float>;
+  EXPECT_THROW(stage(prog, "no_such_kernel", {}), ocl::opencl_error);
+  EXPECT_THROW(stage(prog, "twice_plus_one", {.size = 0}), ocl::opencl_error);
 }

@@ -750,3 +750,70 @@ TEST(stream_actors, system_shutdown_with_an_unfinished_graph_does_not_hang) {
   }
   EXPECT_EQ(got.load(), 100);
 }
+
+namespace {
+// Sends its input on in batches of up to 100, and what it holds when its
+// input runs dry (on_idle).
+struct batcher : st::node<std::int64_t, std::int64_t> {
+  std::vector<std::int64_t> held;
+  void consume(std::int64_t& x) {
+    held.push_back(x);
+    if (held.size() == 100) flush();
+  }
+  void on_idle() { flush(); }
+  void on_stop() { flush(); }
+  void flush() {
+    for (auto v : held) send_next(v);
+    held.clear();
+  }
+};
+// Sends element i only after the sink has seen element i - 1: a node that
+// held a partial batch until it filled would stall it for good.
+struct lockstep_source : st::node<void, std::int64_t> {
+  std::atomic<std::int64_t>* seen;
+  std::int64_t n;
+  std::int64_t next = 0;
+  bool produce() {
+    if (next == n) return false;
+    if (seen->load() < next) {
+      pause_until(st::now() + 50'000);
+      return true;
+    }
+    send_next(next++);
+    return true;
+  }
+};
+}  // namespace
+
+TEST_P(stream_placement, on_idle_lets_a_batching_node_send_what_it_holds) {
+  troupe::actor_system sys{cfg()};
+  std::atomic<std::int64_t> seen{0};
+  std::vector<std::int64_t> got;
+  constexpr std::int64_t n = 300;
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{lockstep_source{{}, &seen, n}, batcher{}, st::sink([&](std::int64_t x) {
+                              got.push_back(x);
+                              seen.store(x + 1);
+                            })},
+      opts());
+  g.wait();
+  ASSERT_EQ(static_cast<std::int64_t>(got.size()), n);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i);
+}
+
+TEST_P(stream_placement, on_idle_reaches_nodes_inside_a_chain) {
+  troupe::actor_system sys{cfg()};
+  std::atomic<std::int64_t> seen{0};
+  std::int64_t count = 0;
+  constexpr std::int64_t n = 200;
+  auto g = troupe::spawn_pattern(sys,
+                                 troupe::pipeline{lockstep_source{{}, &seen, n},
+                                                  troupe::chain{st::map([](std::int64_t x) { return x; }), batcher{}},
+                                                  st::sink([&](std::int64_t x) {
+                                                    ++count;
+                                                    seen.store(x + 1);
+                                                  })},
+                                 opts());
+  g.wait();
+  EXPECT_EQ(count, n);
+}

@@ -213,7 +213,9 @@ const detail::device_state& checked(const std::shared_ptr<detail::device_state>&
 const device_info& device::info() const { return checked(state_).info; }
 const cl::Context& device::context() const { return checked(state_).ctx; }
 const cl::Device& device::id() const { return checked(state_).dev; }
-cl::CommandQueue& device::transfer_queue() const { return const_cast<detail::device_state&>(checked(state_)).transfers; }
+cl::CommandQueue& device::transfer_queue() const {
+  return const_cast<detail::device_state&>(checked(state_)).transfers;
+}
 
 program program::build(const device& d, std::string_view source, const std::string& options) {
   program p;
@@ -228,9 +230,9 @@ program program::build(const device& d, std::string_view source, const std::stri
   } catch (const cl::BuildError& e) {
     std::string log;
     for (auto& [dev, text] : e.getBuildLog()) log += text;
-    throw opencl_error{"OpenCL program did not build for " + d.info().name + " (" +
-                           std::string{error_name(e.err())} + "):\n" + log,
-                       e.err(), log};
+    throw opencl_error{
+        "OpenCL program did not build for " + d.info().name + " (" + std::string{error_name(e.err())} + "):\n" + log,
+        e.err(), log};
   } catch (const cl::Error& e) {
     rethrow(e, "building an OpenCL program");
   }
@@ -250,8 +252,7 @@ cl::Kernel program::make_kernel(const std::string& name) const {
   try {
     return cl::Kernel{prog_, name.c_str()};
   } catch (const cl::Error& e) {
-    throw opencl_error{"the program has no kernel '" + name + "' (" + std::string{error_name(e.err())} + ")",
-                       e.err()};
+    throw opencl_error{"the program has no kernel '" + name + "' (" + std::string{error_name(e.err())} + ")", e.err()};
   }
 }
 

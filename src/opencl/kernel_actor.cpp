@@ -27,8 +27,8 @@ std::string nd_range::problem() const {
              std::to_string(global.size());
     for (std::size_t d = 0; d < local.size(); ++d)
       if (local[d] == 0 || global[d] % local[d] != 0)
-        return "local size " + std::to_string(local[d]) + " does not divide global size " +
-               std::to_string(global[d]) + " (dimension " + std::to_string(d) + ")";
+        return "local size " + std::to_string(local[d]) + " does not divide global size " + std::to_string(global[d]) +
+               " (dimension " + std::to_string(d) + ")";
   }
   return {};
 }
@@ -62,8 +62,7 @@ troupe::error cl_failure(const char* what, const cl::Error& e) {
 
 kernel_parts make_parts(const program& p, const std::string& name, const nd_range& range, std::size_t tags,
                         std::size_t in_flight) {
-  if (auto bad = range.problem(); !bad.empty())
-    throw opencl_error{"kernel '" + name + "': bad nd_range: " + bad};
+  if (auto bad = range.problem(); !bad.empty()) throw opencl_error{"kernel '" + name + "': bad nd_range: " + bad};
   if (in_flight == 0) throw opencl_error{"kernel '" + name + "': max_in_flight must be at least 1"};
   kernel_parts parts{p.dev(), p.make_kernel(name), {}, in_flight};
   try {

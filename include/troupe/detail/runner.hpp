@@ -472,6 +472,9 @@ class runner final
   static constexpr bool generates = !is_sink && emits_watermarks<N>;
   using stamper_type = typename stamper_for<N>::type;
   static constexpr bool stamps = !std::is_same_v<stamper_type, no_stamper>;
+  /// The node defines on_idle (the base's does nothing).
+  static constexpr bool idles =
+      !is_source && !std::is_same_v<decltype(&N::on_idle), decltype(&stream::node<In, Out>::on_idle)>;
 
  public:
   runner(graph_state& g, const N& prototype, const runner_settings& s, actor_system& sys)
@@ -729,6 +732,10 @@ class runner final
           for (auto& c : inputs) c->room_made();
         if (!this->linger()) break;
         if (this->cancelled()) return this->end(false);
+      }
+      if constexpr (idles) {
+        if (!element([&] { node_.on_idle(); }, nullptr)) return this->end(false);
+        if (this->out_.blocked()) return this->blocked(in);
       }
       return this->idle_after(in);
     }

@@ -45,16 +45,16 @@ std::string_view to_string(device_type t) noexcept;
 struct device_info {
   std::string name;
   std::string vendor;
-  std::string version;         ///< "OpenCL 3.0 PoCL ..."
+  std::string version;  ///< "OpenCL 3.0 PoCL ..."
   std::string driver_version;
-  std::string platform;        ///< the platform's name
+  std::string platform;  ///< the platform's name
   device_type type = device_type::other;
   std::size_t compute_units = 0;
   std::size_t max_work_group_size = 0;
-  std::uint64_t global_memory = 0;  ///< bytes
-  std::uint64_t local_memory = 0;   ///< bytes
-  std::uint64_t max_allocation = 0; ///< bytes, the largest buffer
-  std::size_t index = 0;            ///< position in devices()
+  std::uint64_t global_memory = 0;   ///< bytes
+  std::uint64_t local_memory = 0;    ///< bytes
+  std::uint64_t max_allocation = 0;  ///< bytes, the largest buffer
+  std::size_t index = 0;             ///< position in devices()
 };
 
 namespace detail {

@@ -123,9 +123,8 @@ class mem_ref {
     try {
       dev_.transfer_queue().enqueueReadBuffer(buf_, CL_TRUE, 0, n_ * sizeof(T), out.data(), &wait);
     } catch (const cl::Error& e) {
-      throw opencl_error{std::string{"mem_ref::to_host: "} + e.what() + " failed with " +
-                             std::string{error_name(e.err())},
-                         e.err()};
+      throw opencl_error{
+          std::string{"mem_ref::to_host: "} + e.what() + " failed with " + std::string{error_name(e.err())}, e.err()};
     }
     return out;
   }
@@ -137,9 +136,8 @@ class mem_ref {
       d.transfer_queue().enqueueWriteBuffer(b, CL_TRUE, 0, data.size() * sizeof(T), data.data());
       return mem_ref{d, std::move(b), data.size()};
     } catch (const cl::Error& e) {
-      throw opencl_error{std::string{"mem_ref::upload: "} + e.what() + " failed with " +
-                             std::string{error_name(e.err())},
-                         e.err()};
+      throw opencl_error{
+          std::string{"mem_ref::upload: "} + e.what() + " failed with " + std::string{error_name(e.err())}, e.err()};
     }
   }
 
@@ -336,8 +334,8 @@ template <bool Outputs, class... Tags>
 constexpr std::array<std::size_t, sizeof...(Tags)> positions() {
   std::array<std::size_t, sizeof...(Tags)> at{};
   std::size_t k = 0, i = 0;
-  ((at[i++] = (std::is_void_v<std::conditional_t<Outputs, typename Tags::output, typename Tags::input>> ? SIZE_MAX
-                                                                                                           : k++)),
+  ((at[i++] =
+        (std::is_void_v<std::conditional_t<Outputs, typename Tags::output, typename Tags::input>> ? SIZE_MAX : k++)),
    ...);
   return at;
 }
@@ -373,7 +371,8 @@ template <class Pre, class Post, class... Tags>
 class kernel_actor final : public kernel_actor_base {
   using inputs = inputs_of<Tags...>;
   using outputs = outputs_of<Tags...>;
-  static_assert(std::tuple_size_v<outputs> > 0, "troupe::opencl::spawn: a kernel actor needs an out or in_out argument");
+  static_assert(std::tuple_size_v<outputs> > 0,
+                "troupe::opencl::spawn: a kernel actor needs an out or in_out argument");
   static constexpr auto in_at = positions<false, Tags...>();
   static constexpr auto out_at = positions<true, Tags...>();
   using reply_type = typename reply_of<Post, outputs>::type;
@@ -390,9 +389,7 @@ class kernel_actor final : public kernel_actor_base {
         tags_{std::move(tags)} {}
 
  protected:
-  behavior make_behavior() override {
-    return request_handler(static_cast<inputs*>(nullptr));
-  }
+  behavior make_behavior() override { return request_handler(static_cast<inputs*>(nullptr)); }
 
  private:
   struct command {
@@ -419,7 +416,12 @@ class kernel_actor final : public kernel_actor_base {
       return;
     }
     std::array<std::size_t, std::tuple_size_v<inputs> + 1> sizes{};
-    std::apply([&](auto&... xs) { std::size_t k = 0; ((sizes[k++] = element_count(xs)), ...); }, args);
+    std::apply(
+        [&](auto&... xs) {
+          std::size_t k = 0;
+          ((sizes[k++] = element_count(xs)), ...);
+        },
+        args);
     const launch_info info{r, std::span<const std::size_t>{sizes.data(), std::tuple_size_v<inputs>}};
     auto cmd = std::make_unique<command>();
     std::vector<cl::Event> waits;
@@ -468,8 +470,7 @@ class kernel_actor final : public kernel_actor_base {
   /// Argument I before the launch: buffer, writes, kernel argument. Returns
   /// "" or what is wrong with the request.
   template <std::size_t I, class Args>
-  std::string prepare(command& c, Args& args, const launch_info& info, std::vector<cl::Event>& waits,
-                      bool& enqueued) {
+  std::string prepare(command& c, Args& args, const launch_info& info, std::vector<cl::Event>& waits, bool& enqueued) {
     using Tag = std::tuple_element_t<I, std::tuple<Tags...>>;
     using T = typename Tag::value_type;
     auto& s = std::get<I>(c.slots);
@@ -540,8 +541,8 @@ class kernel_actor final : public kernel_actor_base {
     completed();
     if (d.status < 0) {
       give_back(*cmd, std::index_sequence_for<Tags...>{});
-      cmd->promise.deliver(kernel_error("the kernel or a transfer failed on the device: " +
-                                        std::string{error_name(d.status)}));
+      cmd->promise.deliver(
+          kernel_error("the kernel or a transfer failed on the device: " + std::string{error_name(d.status)}));
       return;
     }
     auto outs = take_outputs(*cmd, std::index_sequence_for<Tags...>{});
@@ -572,7 +573,8 @@ class kernel_actor final : public kernel_actor_base {
   }
 
   void abandon_all() noexcept override {
-    for (auto& [id, cmd] : commands_) cmd->promise.deliver(kernel_error("the kernel actor ended with this request in flight"));
+    for (auto& [id, cmd] : commands_)
+      cmd->promise.deliver(kernel_error("the kernel actor ended with this request in flight"));
     commands_.clear();
   }
 
@@ -596,12 +598,13 @@ template <class Pre, class Post, class... Tags>
 kernel_handle<Pre, Post, Tags...> spawn(actor_system& sys, const kernel_spec<Pre, Post>& spec, Tags... tags) {
   using A = detail::kernel_actor<Pre, Post, Tags...>;
   auto parts = detail::make_parts(spec.prog, spec.name, spec.range, sizeof...(Tags), spec.in_flight);
-  return kernel_handle<Pre, Post, Tags...>{sys.spawn<A>(std::move(parts), spec, std::tuple<Tags...>{std::move(tags)...})};
+  return kernel_handle<Pre, Post, Tags...>{
+      sys.spawn<A>(std::move(parts), spec, std::tuple<Tags...>{std::move(tags)...})};
 }
 template <class... Tags>
   requires(sizeof...(Tags) > 0)
 kernel_handle<no_hook, no_hook, Tags...> spawn(actor_system& sys, const program& p, std::string name, nd_range range,
-                                                Tags... tags) {
+                                               Tags... tags) {
   return opencl::spawn(sys, kernel(p, std::move(name), std::move(range)), std::move(tags)...);
 }
 

@@ -4,4 +4,5 @@
 #pragma once
 
 #include "troupe/opencl/device.hpp"
+#include "troupe/opencl/device_map.hpp"
 #include "troupe/opencl/kernel_actor.hpp"

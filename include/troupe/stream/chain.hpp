@@ -16,7 +16,7 @@
 // Inside the chain: on_start runs from the last node to the first (every
 // node is ready before anything reaches it), on_stop from the first to the
 // last (what a node sends from on_stop reaches the nodes after it before
-// they stop); watermarks reach each node in order, after what the nodes
+// they stop), and so does on_idle; watermarks reach each node in order, after what the nodes
 // before it emitted on hearing of them; send_next_if always sends and
 // send_all reaches the next node once. Every node shares the chain's
 // context (replica index, actor system). Metrics count the chain as one
@@ -139,6 +139,9 @@ class chain : public stream::node<typename std::tuple_element_t<0, std::tuple<Ns
     for_each([&](auto& n) { detail::node_access::set_context(n, ctx); });
     if constexpr (!is_sink) detail::node_access::set_target(last(), detail::node_access::target(*this));
     start_from<count - 1>();
+  }
+  void on_idle() {
+    for_each([](auto& n) { n.on_idle(); });
   }
   void on_stop() {
     for_each([](auto& n) { n.on_stop(); });

@@ -15,6 +15,7 @@
 // that does) and says whether it sent; v is moved from only if it was.
 // send_all(v) sends a copy to every replica of the next stage (punctuations).
 // A source that is ahead of its schedule calls pause_until(t) in produce().
+// A node that batches defines on_idle(), called when its input runs dry.
 // From on_start on, a node knows replica_index(), replica_count() and the
 // actor system it runs on (system()).
 //
@@ -120,6 +121,10 @@ class node : public emitter<Out> {
   /// to come has a time of at least w); what it sends goes before the
   /// watermark. Called between elements, never with a lower value.
   void on_watermark(std::uint64_t /*w*/) {}
+  /// Optional: nothing is queued for this node now (it is about to wait
+  /// for input). A node that collects elements into batches sends what it
+  /// holds, so a trickle is not held back. Never called while input waits.
+  void on_idle() {}
 
   /// Which replica of its stage this node is (0 .. replica_count() - 1).
   std::size_t replica_index() const noexcept { return ctx_.replica; }
