@@ -169,7 +169,13 @@ void event_actor::on_exit() noexcept {
   local_actor::on_exit();
 }
 
-detail::resume_result event_actor::resume(std::size_t throughput) {
+// Actors without an intake gate (all but kernel actors) run the loop
+// without its checks; gated actors override resume() with resume_gated().
+detail::resume_result event_actor::resume(std::size_t throughput) { return run<false>(throughput); }
+detail::resume_result event_actor::resume_gated(std::size_t throughput) { return run<true>(throughput); }
+
+template <bool Gated>
+detail::resume_result event_actor::run(std::size_t throughput) {
   using detail::resume_result;
   std::size_t consumed = 0;
   if (!initialized_) {
@@ -204,11 +210,15 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         budget += throughput;
       }
       detail::message_node* n;
-      if (gate_ == nullptr || gate_->open()) [[likely]] {
+      if constexpr (Gated) {
+        if (gate_->open()) {
+          n = pop();
+        } else if ((n = pop_urgent()) == nullptr) {
+          gated = true;
+          break;
+        }
+      } else {
         n = pop();
-      } else if ((n = pop_urgent()) == nullptr) {
-        gated = true;
-        break;
       }
       if (n == nullptr) {
         drained = true;
@@ -233,7 +243,7 @@ detail::resume_result event_actor::resume(std::size_t throughput) {
         if (!detail::worker_is_free() || !wait_for_receiver()) break;
       }
     }
-    if (gated) {
+    if (Gated && gated) {
       // Closed intake, nothing urgent: settle what was handled; with normal
       // messages left, park until the gate's owner schedules us again.
       yield_ = false;

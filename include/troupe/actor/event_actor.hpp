@@ -137,8 +137,10 @@ class event_actor : public local_actor {
   bool held_back() const noexcept override;
 
  protected:
-  /// Installs the intake gate (see intake_gate); before the first message.
+  /// Installs the intake gate (see intake_gate) before the first message;
+  /// the actor's resume() must then call resume_gated().
   void set_intake_gate(intake_gate* g) noexcept { gate_ = g; }
+  detail::resume_result resume_gated(std::size_t throughput);
   /// Runs a parked actor again (the thread that opened its gate).
   void resume_parked() noexcept { wake(); }
 
@@ -167,6 +169,8 @@ class event_actor : public local_actor {
     if (!hooks_) hooks_ = std::make_unique<hook_set>();
     return *hooks_;
   }
+  template <bool Gated>
+  detail::resume_result run(std::size_t throughput);
   void dispatch(detail::message_node* n);
   bool wait_for_receiver() noexcept;
   void handle_system(detail::message_node& n);

@@ -271,6 +271,7 @@ struct kernel_done {
 class kernel_actor_base : public event_actor, private intake_gate {
  public:
   ~kernel_actor_base() override;
+  troupe::detail::resume_result resume(std::size_t throughput) override { return resume_gated(throughput); }
 
  protected:
   kernel_actor_base(kernel_parts parts, std::size_t tags);
