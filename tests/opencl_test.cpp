@@ -421,3 +421,26 @@ TEST_F(opencl_kernel, device_map_checks_its_kernel_up_front) {
   EXPECT_THROW(stage(prog, "no_such_kernel", {}), ocl::opencl_error);
   EXPECT_THROW(stage(prog, "twice_plus_one", {.size = 0}), ocl::opencl_error);
 }
+
+TEST_F(opencl_kernel, a_preprocess_can_refuse_a_request) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  constexpr std::size_t n = 64;
+  auto checked = ocl::spawn(
+      sys,
+      ocl::kernel(prog, "vadd", ocl::nd_range{{n}})
+          .preprocess([](ocl::nd_range& r, const std::vector<float>& a, const std::vector<float>& b) -> troupe::error {
+            if (a.size() < r.work_items() || b.size() < r.work_items())
+              return troupe::error{errc::runtime_error, "inputs shorter than the range"};
+            return {};
+          }),
+      ocl::in<float>{}, ocl::in<float>{}, ocl::out<float>{});
+  troupe::scoped_actor self{sys};
+  std::string what;
+  self->request(checked, 10s, iota_f(10), iota_f(10))
+      .receive([&](std::vector<float>&) { what = "a value"; }, [&](error& e) { what = e.message(); });
+  EXPECT_EQ(what, "inputs shorter than the range");
+  std::size_t got = 0;
+  self->request(checked, 10s, iota_f(n), iota_f(n))
+      .receive([&](std::vector<float>& c) { got = c.size(); }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(got, n);
+}

@@ -213,9 +213,12 @@ detail::resume_result event_actor::run(std::size_t throughput) {
       if constexpr (Gated) {
         if (gate_->open()) {
           n = pop();
-        } else if ((n = pop_urgent()) == nullptr) {
-          gated = true;
-          break;
+        } else {
+          n = pop_urgent();
+          if (n == nullptr) {
+            gated = true;
+            break;
+          }
         }
       } else {
         n = pop();

@@ -54,7 +54,7 @@ void CL_CALLBACK on_event(cl_event, cl_int status, void* user) {
 }
 }  // namespace
 
-troupe::error kernel_error(std::string what) { return troupe::error{errc::runtime_error, "opencl: " + what}; }
+troupe::error kernel_error(const std::string& what) { return troupe::error{errc::runtime_error, "opencl: " + what}; }
 
 troupe::error cl_failure(const char* what, const cl::Error& e) {
   return kernel_error(std::string{what} + ": " + e.what() + " failed with " + std::string{error_name(e.err())});
@@ -85,9 +85,8 @@ void complete(kernel_link& l, std::uint64_t id, int status) noexcept {
   l.posted.fetch_add(1, std::memory_order_seq_cst);
   try {
     a->enqueue(troupe::detail::make_message(actor{}, 0, kernel_done{id, status}), priority::urgent);
-  } catch (...) {
-    // Out of memory for a message node: the actor will not hear of it; it
-    // ends with the request answered by on_exit.
+  } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory for a message node; the request is answered
+                   // when the actor ends (on_exit)
   }
   // The actor had parked with its gate closed: it is ours to schedule.
   if (l.parked.exchange(false, std::memory_order_seq_cst)) a->resume_parked();
@@ -155,8 +154,7 @@ void kernel_actor_base::give_buffer(std::size_t arg, cl::Buffer b) {
 void kernel_actor_base::drain_queue() noexcept {
   try {
     queue_.finish();
-  } catch (const cl::Error&) {
-    // The queue is broken; nothing of ours runs on it any more.
+  } catch (const cl::Error&) {  // NOLINT(bugprone-empty-catch): the queue is broken; nothing of ours runs on it
   }
 }
 

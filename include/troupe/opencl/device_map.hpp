@@ -41,7 +41,10 @@ namespace troupe::opencl {
 struct batch_options {
   std::size_t size = 4096;                    ///< elements per batch (>= 1)
   std::chrono::microseconds max_delay{2000};  ///< the longest an element waits for its batch to fill
-  std::size_t local = 0;                      ///< work-group size (0: the device chooses)
+  /// Work-group size (0: the device chooses). A fixed size keeps one
+  /// compiled variant of the kernel: PoCL compiles the kernel again for each
+  /// new work-group size, and with 0 the size follows each partial batch.
+  std::size_t local = 64;
 };
 
 template <class In, class Out>
@@ -57,11 +60,13 @@ class device_map_node : public stream::node<In, Out> {
   }
   // Replicas are copies made before on_start: they share no OpenCL object.
   device_map_node(const device_map_node& o) : stream::node<In, Out>{o}, prog_{o.prog_}, name_{o.name_}, opt_{o.opt_} {}
+  device_map_node(device_map_node&&) noexcept = default;
   device_map_node& operator=(const device_map_node&) = delete;
 
   void on_start() {
     try {
       kernel_ = prog_.make_kernel(name_);
+      opt_.local = std::min(opt_.local, prog_.dev().info().max_work_group_size);
       queue_ = cl::CommandQueue{prog_.dev().context(), prog_.dev().id()};
       for (auto& b : slots_) {
         b.in.reserve(opt_.size);

@@ -21,8 +21,13 @@
 // local size that does not divide the global one, an enqueue the device
 // refuses) are answered with an error, never a crash.
 // Optional hooks (kernel(...).preprocess(f).postprocess(g)): f(nd_range&,
-// const inputs&...) adjusts the range per request; g(outputs&&...) shapes
-// the reply (and so the actor's type).
+// const inputs&...) adjusts the range per request, and may refuse it by
+// returning a troupe::error; g(outputs&&...) shapes the reply (and so the
+// actor's type).
+// What the kernel reads and writes is its own business: OpenCL does not
+// check indices. An input smaller than the kernel reads is undefined
+// behaviour on the device (a crash on a CPU device); check sizes in a
+// preprocess that returns an error.
 // Concurrency: the actor has an ordinary mailbox on the scheduler. A request
 // is enqueued without blocking (writes, kernel, reads on the actor's own
 // in-order queue); the completion callback only posts a message back; at
@@ -220,7 +225,8 @@ struct kernel_spec {
   Post post{};
   std::size_t in_flight = 4;  ///< requests enqueued at once (>= 1)
 
-  /// f(nd_range&, const inputs&...): the range of each request.
+  /// f(nd_range&, const inputs&...) -> void or troupe::error: the range of
+  /// each request (an error refuses it).
   template <class F>
   kernel_spec<F, Post> preprocess(F f) const {
     return {prog, name, range, std::move(f), post, in_flight};
@@ -313,7 +319,7 @@ class kernel_actor_base : public event_actor, private intake_gate {
 
 /// The failure of an OpenCL call, as an error for a reply.
 troupe::error cl_failure(const char* what, const cl::Error& e);
-troupe::error kernel_error(std::string what);
+troupe::error kernel_error(const std::string& what);
 
 template <class R, class Inputs>
 struct sig_of;
@@ -411,7 +417,20 @@ class kernel_actor final : public kernel_actor_base {
   template <class Args, std::size_t... I>
   void launch(response_promise& rp, Args args, std::index_sequence<I...>) {
     nd_range r = range_;
-    if constexpr (!std::is_same_v<Pre, no_hook>) std::apply([&](auto&... xs) { pre_(r, std::as_const(xs)...); }, args);
+    if constexpr (!std::is_same_v<Pre, no_hook>) {
+      // A preprocess that returns an error refuses the request with it.
+      auto run_pre = [&] { return std::apply([&](auto&... xs) { return pre_(r, std::as_const(xs)...); }, args); };
+      using R = decltype(run_pre());
+      if constexpr (std::is_same_v<R, troupe::error>) {
+        if (auto e = run_pre()) {
+          rp.deliver(std::move(e));
+          return;
+        }
+      } else {
+        static_assert(std::is_void_v<R>, "troupe::opencl: a preprocess returns void or troupe::error");
+        run_pre();
+      }
+    }
     if (auto p = r.problem(); !p.empty()) {
       rp.deliver(kernel_error("bad nd_range: " + p));
       return;

@@ -90,6 +90,8 @@ namespace detail {
 template <class... Ps>
 struct splits<branches<Ps...>> : std::true_type {};
 template <class... Ps>
+struct defers<branches<Ps...>> : std::bool_constant<(defers<Ps>::value || ...)> {};
+template <class... Ps>
 struct well_formed<branches<Ps...>> : std::bool_constant<branches<Ps...>::well_formed> {};
 }  // namespace detail
 

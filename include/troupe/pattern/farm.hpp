@@ -66,8 +66,9 @@ struct farm_rules {
   static constexpr bool ordered_io = !Ordered || !is_stage || (!std::is_void_v<in> && !std::is_void_v<out_type_of<P>>);
   static constexpr bool ordered_flat = !Ordered || !is_stage || !splits<P>::value;
   static constexpr bool ordered_routes = !Ordered || !broadcasting<Policy>;
+  static constexpr bool ordered_timely = !Ordered || !is_stage || !defers<P>::value;
   static constexpr bool ok =
-      is_stage && routes && ordered_io && ordered_flat && ordered_routes && well_formed<P>::value;
+      is_stage && routes && ordered_io && ordered_flat && ordered_routes && ordered_timely && well_formed<P>::value;
 };
 
 /// The diagnostics of farm<P, Policy, Ordered> (see stage.hpp).
@@ -88,6 +89,10 @@ struct farm_check {
                 "not be put back in order); make the inner farm the ordered one, or put it after the ordered farm");
   static_assert(rules::ordered_routes,
                 "troupe::farm: an ordered farm cannot broadcast (each input has one place in the order)");
+  static_assert(rules::ordered_timely,
+                "troupe::farm: an ordered farm's replicas must emit each input's outputs while handling it; a node "
+                "that batches (it defines on_idle, as opencl::device_map does) emits them later: use an unordered "
+                "farm, or put the batching node after the ordered farm");
 };
 
 }  // namespace detail
@@ -186,6 +191,8 @@ farm(P, N, Pol, ordered_tag) -> farm<P, detail::policy_for_t<Pol, detail::in_typ
 namespace detail {
 template <class P, class Policy, bool Ordered>
 struct splits<farm<P, Policy, Ordered>> : std::true_type {};
+template <class P, class Policy, bool Ordered>
+struct defers<farm<P, Policy, Ordered>> : defers<P> {};
 template <class P, class Policy, bool Ordered>
 struct well_formed<farm<P, Policy, Ordered>> : std::bool_constant<farm<P, Policy, Ordered>::well_formed> {};
 }  // namespace detail

@@ -62,6 +62,8 @@ namespace detail {
 template <class... Ps>
 struct splits<pipeline<Ps...>> : std::bool_constant<(splits<Ps>::value || ...)> {};
 template <class... Ps>
+struct defers<pipeline<Ps...>> : std::bool_constant<(defers<Ps>::value || ...)> {};
+template <class... Ps>
 struct well_formed<pipeline<Ps...>> : std::bool_constant<pipeline<Ps...>::well_formed> {};
 }  // namespace detail
 

@@ -53,6 +53,8 @@ namespace detail {
 template <class P>
 struct splits<placed<P>> : splits<P> {};
 template <class P>
+struct defers<placed<P>> : defers<P> {};
+template <class P>
 struct well_formed<placed<P>> : std::bool_constant<placed<P>::well_formed> {};
 }  // namespace detail
 

@@ -18,6 +18,9 @@
 
 namespace troupe {
 
+template <class... Ns>
+class chain;  // stream/chain.hpp
+
 template <class S>
 concept stage = detail::node_stage<S> || detail::pattern_stage<S>;
 
@@ -87,6 +90,28 @@ struct pipeline_checks<std::index_sequence<I...>, std::index_sequence<L...>, Ps.
 /// farm cannot: their outputs could not be put back in order).
 template <class P>
 struct splits : std::false_type {};
+
+/// Whether a pattern holds a node that emits an input's outputs after it
+/// has handled that input (a node that batches: it defines on_idle, or
+/// declares `static constexpr bool defers_outputs = true;`). An ordered farm
+/// cannot hold one: it numbers outputs by the input being handled.
+template <class P>
+constexpr bool node_defers() {
+  if constexpr (requires { P::defers_outputs; }) {
+    return P::defers_outputs;
+  } else if constexpr (requires { typename P::node_tag; }) {
+    using In = typename P::in_type;
+    using Out = typename P::out_type;
+    if constexpr (std::is_void_v<In>) return false;
+    else return !std::is_same_v<decltype(&P::on_idle), decltype(&stream::node<In, Out>::on_idle)>;
+  } else {
+    return false;
+  }
+}
+template <class P>
+struct defers : std::bool_constant<node_defers<P>()> {};
+template <class... Ns>
+struct defers<chain<Ns...>> : std::bool_constant<(defers<Ns>::value || ...)> {};
 
 /// Every check of a pattern passed (spawn_pattern builds only those, so that
 /// a failed check is the only error).
