@@ -54,6 +54,17 @@ __kernel void group_sum(__global const float* x, __global float* out, __local fl
   }
   if (l == 0) out[get_group_id(0)] = tmp[0];
 }
+// Uses a scratch buffer of its own (one element per work item).
+__kernel void via_scratch(__global const float* x, __global float* y, __global float* tmp) {
+  size_t i = get_global_id(0);
+  tmp[i] = 2.0f * x[i];
+  y[i] = tmp[i] + 1.0f;
+}
+// c[i] = a[i] + b[i] for the ids of the range (with its offset).
+__kernel void vadd_at(__global const float* a, __global const float* b, __global float* c) {
+  size_t i = get_global_id(0);
+  c[i] = a[i] + b[i];
+}
 // Device-stage kernels: (const In*, Out*, uint n), one output per input.
 __kernel void twice_plus_one(__global const float* in, __global float* out, uint n) {
   size_t i = get_global_id(0);
@@ -145,6 +156,36 @@ TEST_F(opencl_kernel, in_out_and_scalar_arguments) {
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], 3.0f * static_cast<float>(i));
 }
 
+TEST_F(opencl_kernel, scratch_buffers_and_offsets) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  troupe::scoped_actor self{sys};
+  auto scratchy = ocl::spawn(sys, prog, "via_scratch", ocl::nd_range{{128}}, ocl::in<float>{}, ocl::out<float>{},
+                             ocl::scratch<float>{});
+  std::vector<float> got;
+  self->request(scratchy, 10s, iota_f(128))
+      .receive([&](std::vector<float>& y) { got = std::move(y); }, [](error& e) { FAIL() << e.to_string(); });
+  ASSERT_EQ(got.size(), 128U);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], 2.0f * static_cast<float>(i) + 1.0f);
+  // Work items 4 .. 11 of buffers of 16: the offset moves the ids.
+  auto shifted = ocl::spawn(sys, prog, "vadd_at", ocl::nd_range{{8}, {4}, {4}}, ocl::in_out<float>{}, ocl::in<float>{},
+                            ocl::in_out<float>{});
+  std::vector<float> a = iota_f(16), c(16, -1.0f);
+  std::vector<float> got_a, got_c;
+  self->request(shifted, 10s, a, iota_f(16, 100), c)
+      .receive(
+          [&](std::vector<float>& ra, std::vector<float>& rc) {
+            got_a = std::move(ra);
+            got_c = std::move(rc);
+          },
+          [](error& e) { FAIL() << e.to_string(); });
+  ASSERT_EQ(got_c.size(), 16U);
+  EXPECT_EQ(got_a, a);  // in_out: read back unchanged
+  for (std::size_t i = 0; i < 16; ++i) {
+    const float want = (i >= 4 && i < 12) ? 2.0f * static_cast<float>(i) + 100.0f : -1.0f;
+    EXPECT_EQ(got_c[i], want) << i;
+  }
+}
+
 TEST_F(opencl_kernel, local_memory_and_size_rules) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   constexpr std::size_t n = 1024, group = 64;
@@ -192,8 +233,14 @@ TEST_F(opencl_kernel, data_stays_on_the_device_between_kernel_actors) {
   EXPECT_EQ(sq.size(), n);
   auto ones = ocl::mem_ref<float>::upload(dev, std::vector<float>(n, 1.0f));
   std::vector<float> got;
+  const auto before = ocl::transfers();
   self->request(add, 10s, sq, ones)
       .receive([&](std::vector<float>& c) { got = std::move(c); }, [](error& e) { FAIL() << e.to_string(); });
+  // Both inputs were on the device: nothing went there, one result came back.
+  const auto after = ocl::transfers();
+  EXPECT_EQ(after.to_device - before.to_device, 0U);
+  EXPECT_EQ(after.to_host - before.to_host, 1U);
+  EXPECT_EQ(after.bytes_to_host - before.bytes_to_host, n * sizeof(float));
   ASSERT_EQ(got.size(), n);
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], static_cast<float>(i * i + 1)) << i;
   auto back = sq.to_host();  // a CPU actor asks for a host copy
@@ -312,7 +359,7 @@ TEST_F(opencl_kernel, replies_keep_the_order_of_requests) {
 TEST_F(opencl_kernel, many_actors_share_a_device) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   constexpr std::size_t n = 256;
-  constexpr int actors = 4, per_actor = 50;
+  constexpr int actors = 32, per_actor = 20;
   std::atomic<int> ok{0}, bad{0};
   for (int a = 0; a < actors; ++a) {
     auto vadd =
@@ -364,9 +411,10 @@ TEST_F(opencl_kernel, device_map_keeps_every_element_in_order) {
   std::vector<float> got;
   got.reserve(n);
   auto g = troupe::spawn_pattern(
-      sys, troupe::pipeline{float_source(n),
-                            ocl::device_map<float, float>(prog, "twice_plus_one", {.size = 1000, .local = 64}),
-                            st::sink([&](float y) { got.push_back(y); })});
+      sys, troupe::pipeline{
+               float_source(n),
+               ocl::device_map<float, float>(prog, "twice_plus_one", {.size = 1000, .local = 64, .in_flight = 3}),
+               st::sink([&](float y) { got.push_back(y); })});
   g.wait();
   ASSERT_EQ(static_cast<std::int64_t>(got.size()), n);
   for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2.0f * static_cast<float>(i) + 1.0f) << i;
@@ -420,6 +468,7 @@ TEST_F(opencl_kernel, device_map_checks_its_kernel_up_front) {
   using stage = ocl::device_map_node<float, float>;
   EXPECT_THROW(stage(prog, "no_such_kernel", {}), ocl::opencl_error);
   EXPECT_THROW(stage(prog, "twice_plus_one", {.size = 0}), ocl::opencl_error);
+  EXPECT_THROW(stage(prog, "twice_plus_one", {.in_flight = 1}), ocl::opencl_error);
 }
 
 TEST_F(opencl_kernel, a_preprocess_can_refuse_a_request) {

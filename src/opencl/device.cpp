@@ -1,6 +1,7 @@
 // device.cpp: platforms, devices, contexts and program builds.
 #include "troupe/opencl/device.hpp"
 
+#include <atomic>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -15,6 +16,20 @@ struct device_state {
   cl::CommandQueue transfers;
 };
 }  // namespace detail
+
+namespace {
+std::atomic<std::uint64_t> to_device_count{0}, to_host_count{0}, to_device_bytes{0}, to_host_bytes{0};
+}  // namespace
+
+void detail::count_transfer(bool to_device, std::size_t bytes) noexcept {
+  (to_device ? to_device_count : to_host_count).fetch_add(1, std::memory_order_relaxed);
+  (to_device ? to_device_bytes : to_host_bytes).fetch_add(bytes, std::memory_order_relaxed);
+}
+
+transfer_counts transfers() noexcept {
+  return {to_device_count.load(std::memory_order_relaxed), to_host_count.load(std::memory_order_relaxed),
+          to_device_bytes.load(std::memory_order_relaxed), to_host_bytes.load(std::memory_order_relaxed)};
+}
 
 std::string_view error_name(int code) noexcept {
   switch (code) {

@@ -57,9 +57,22 @@ struct device_info {
   std::size_t index = 0;             ///< position in devices()
 };
 
+/// Copies between host and device made by this module since the process
+/// started (kernel actors, mem_ref, device_map), counted when enqueued:
+/// what a chain of kernel actors passing mem_refs saves shows here.
+struct transfer_counts {
+  std::uint64_t to_device = 0;
+  std::uint64_t to_host = 0;
+  std::uint64_t bytes_to_device = 0;
+  std::uint64_t bytes_to_host = 0;
+};
+transfer_counts transfers() noexcept;
+
 namespace detail {
 struct device_state;
-}
+/// Counts one copy (see transfers()).
+void count_transfer(bool to_device, std::size_t bytes) noexcept;
+}  // namespace detail
 
 /// A device with its context (and a queue for host transfers).
 class device {

@@ -14,9 +14,9 @@
 // element has waited `max_delay` (checked every 64 elements), or when the
 // stage's input runs dry (on_idle: then it also waits for the batches in
 // flight and emits them), so a trickle is not held back. Outputs leave in
-// input order. Two batches are in flight at a time: while the
-// device works on one, the stage fills the next (double buffering); the
-// stage waits for the older batch only when the newer one is full. The
+// input order. Up to `in_flight` batches (2) are on the device at a time:
+// while the device works on them, the stage fills the next one (double
+// buffering); it waits for the oldest only when it has no free batch. The
 // channels' backpressure is unchanged: a full output channel holds the
 // stage, and so its producers. Each replica of a farm has its own queue and
 // buffers; replicas may share a device.
@@ -45,6 +45,9 @@ struct batch_options {
   /// compiled variant of the kernel: PoCL compiles the kernel again for each
   /// new work-group size, and with 0 the size follows each partial batch.
   std::size_t local = 64;
+  /// Batches on the device at a time (>= 2): while the device works on
+  /// them, the stage fills the next one (2: double buffering).
+  std::size_t in_flight = 2;
 };
 
 template <class In, class Out>
@@ -56,6 +59,7 @@ class device_map_node : public stream::node<In, Out> {
   device_map_node(program p, std::string kernel, batch_options o)
       : prog_{std::move(p)}, name_{std::move(kernel)}, opt_{o} {
     if (opt_.size == 0) throw opencl_error{"device_map '" + name_ + "': batch size must be at least 1"};
+    if (opt_.in_flight < 2) throw opencl_error{"device_map '" + name_ + "': in_flight must be at least 2"};
     (void)prog_.make_kernel(name_);  // throws now, naming the kernel, rather than in every replica
   }
   // Replicas are copies made before on_start: they share no OpenCL object.
@@ -68,6 +72,7 @@ class device_map_node : public stream::node<In, Out> {
       kernel_ = prog_.make_kernel(name_);
       opt_.local = std::min(opt_.local, prog_.dev().info().max_work_group_size);
       queue_ = cl::CommandQueue{prog_.dev().context(), prog_.dev().id()};
+      slots_.resize(opt_.in_flight);
       for (auto& b : slots_) {
         b.in.reserve(opt_.size);
         b.dev_in = cl::Buffer{prog_.dev().context(), CL_MEM_READ_ONLY, opt_.size * sizeof(In)};
@@ -121,12 +126,14 @@ class device_map_node : public stream::node<In, Out> {
       if (opt_.local != 0) global = (n + opt_.local - 1) / opt_.local * opt_.local;
       b.out.resize(n);
       queue_.enqueueWriteBuffer(b.dev_in, CL_FALSE, 0, n * sizeof(In), b.in.data());
+      detail::count_transfer(true, n * sizeof(In));
       kernel_.setArg(0, b.dev_in);
       kernel_.setArg(1, b.dev_out);
       kernel_.setArg(2, static_cast<cl_uint>(n));
       queue_.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange{global},
                                   opt_.local != 0 ? cl::NDRange{opt_.local} : cl::NullRange);
       queue_.enqueueReadBuffer(b.dev_out, CL_FALSE, 0, n * sizeof(Out), b.out.data(), nullptr, &b.done);
+      detail::count_transfer(false, n * sizeof(Out));
       queue_.flush();
     } catch (const cl::Error& e) {
       fail("running a batch", e);
@@ -163,7 +170,7 @@ class device_map_node : public stream::node<In, Out> {
   batch_options opt_;
   cl::Kernel kernel_;
   cl::CommandQueue queue_;
-  std::array<slot, 2> slots_{};
+  std::vector<slot> slots_;
   std::size_t cur_ = 0;
   std::uint64_t batches_ = 0;
 };

@@ -127,6 +127,7 @@ class mem_ref {
     if (ready_()) wait.push_back(ready_);
     try {
       dev_.transfer_queue().enqueueReadBuffer(buf_, CL_TRUE, 0, n_ * sizeof(T), out.data(), &wait);
+      detail::count_transfer(false, n_ * sizeof(T));
     } catch (const cl::Error& e) {
       throw opencl_error{
           std::string{"mem_ref::to_host: "} + e.what() + " failed with " + std::string{error_name(e.err())}, e.err()};
@@ -139,6 +140,7 @@ class mem_ref {
     try {
       cl::Buffer b{d.context(), CL_MEM_READ_WRITE, data.size() * sizeof(T)};
       d.transfer_queue().enqueueWriteBuffer(b, CL_TRUE, 0, data.size() * sizeof(T), data.data());
+      detail::count_transfer(true, data.size() * sizeof(T));
       return mem_ref{d, std::move(b), data.size()};
     } catch (const cl::Error& e) {
       throw opencl_error{
@@ -527,6 +529,7 @@ class kernel_actor final : public kernel_actor_base {
         s.pooled = true;
         enqueued = true;
         queue_.enqueueWriteBuffer(s.buf, CL_FALSE, 0, s.host.size() * sizeof(T), s.host.data());
+        count_transfer(true, s.host.size() * sizeof(T));
       }
       kernel_.setArg(I, s.buf);
     }
@@ -548,6 +551,7 @@ class kernel_actor final : public kernel_actor_base {
         s.host.resize(n);
         cl::Event read;
         queue_.enqueueReadBuffer(s.buf, CL_FALSE, 0, n * sizeof(T), s.host.data(), nullptr, &read);
+        count_transfer(false, n * sizeof(T));
         done = read;  // in order: the last command of the request
       }
     }
