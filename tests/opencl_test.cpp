@@ -23,9 +23,12 @@ namespace ocl = troupe::opencl;
 // sanitizers: reports with a frame inside them are not about troupe (PoCL
 // keeps some compiler state until exit, and frees it only sometimes).
 // Everything else stays checked.
-extern "C" const char* __lsan_default_suppressions() { return "leak:libpocl.so\nleak:libLLVM-15.so\n"; }
+extern "C" const char* __lsan_default_suppressions() { return "leak:libpocl\nleak:libLLVM-15.so\n"; }
 extern "C" const char* __tsan_default_suppressions() {
-  return "race:libpocl.so\ncalled_from_lib:libpocl.so\nrace:libLLVM-15.so\n";
+  // libpocl and its device modules (libpocl-devices-pthread.so): one of
+  // them unlocks, through pthread, a mutex it locked where TSan cannot see.
+  return "race:libpocl\nmutex:libpocl\ndeadlock:libpocl\ncalled_from_lib:libpocl.so.2\n"
+         "called_from_lib:libpocl-devices-pthread.so\nrace:libLLVM-15.so\n";
 }
 
 namespace {
