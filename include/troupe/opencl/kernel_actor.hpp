@@ -41,6 +41,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -48,7 +49,6 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -287,11 +287,10 @@ class kernel_actor_base : public event_actor, private intake_gate {
   /// Makes `last`'s completion post kernel_done{id} (one more in flight)
   /// and submits the queue.
   void watch(const cl::Event& last, std::uint64_t id);
-  /// A kernel_done was handled: one fewer in flight.
-  void completed() noexcept {
-    --in_flight_;
-    ++completed_;
-  }
+  /// A kernel_done message was handled.
+  void heard_completion() noexcept { ++completed_; }
+  /// A request left the device: one fewer in flight.
+  void request_done() noexcept { --in_flight_; }
   /// A buffer of at least `bytes` for argument `arg` (reused when one is free).
   cl::Buffer take_buffer(std::size_t arg, std::size_t bytes);
   void give_buffer(std::size_t arg, cl::Buffer b);
@@ -402,6 +401,8 @@ class kernel_actor final : public kernel_actor_base {
 
  private:
   struct command {
+    std::uint64_t id = 0;
+    cl::Event last;  // its last command on the queue
     response_promise promise;
     std::tuple<slot<Tags>...> slots;
   };
@@ -462,8 +463,10 @@ class kernel_actor final : public kernel_actor_base {
       (collect<I>(*cmd, done), ...);
       const auto id = ++next_id_;
       watch(done, id);
+      cmd->id = id;
+      cmd->last = done;
       cmd->promise = std::move(rp);
-      commands_.emplace(id, std::move(cmd));
+      commands_.push_back(std::move(cmd));
     } catch (const cl::Error& e) {
       if (enqueued) drain_queue();
       rp.deliver(cl_failure("enqueueing the kernel", e));
@@ -557,24 +560,40 @@ class kernel_actor final : public kernel_actor_base {
     }
   }
 
+  // Completion callbacks may run in any order (from several of the
+  // runtime's threads), but the queue is in order: when request `id` is
+  // done, so is every request before it. They are answered oldest first,
+  // so replies keep the order of the requests.
   void finish(kernel_done d) {
-    auto it = commands_.find(d.id);
-    if (it == commands_.end()) return;
-    auto cmd = std::move(it->second);
-    commands_.erase(it);
-    completed();
-    if (d.status < 0) {
-      give_back(*cmd, std::index_sequence_for<Tags...>{});
-      cmd->promise.deliver(
-          kernel_error("the kernel or a transfer failed on the device: " + std::string{error_name(d.status)}));
+    heard_completion();
+    while (!commands_.empty() && commands_.front()->id <= d.id) {
+      auto cmd = std::move(commands_.front());
+      commands_.pop_front();
+      request_done();
+      int status = d.status;
+      if (cmd->id != d.id) {
+        try {
+          status = cmd->last.template getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
+        } catch (const cl::Error& e) {
+          status = e.err();
+        }
+      }
+      answer(*cmd, status);
+    }
+  }
+
+  void answer(command& c, int status) {
+    give_back(c, std::index_sequence_for<Tags...>{});
+    if (status < 0) {
+      c.promise.deliver(
+          kernel_error("the kernel or a transfer failed on the device: " + std::string{error_name(status)}));
       return;
     }
-    auto outs = take_outputs(*cmd, std::index_sequence_for<Tags...>{});
-    give_back(*cmd, std::index_sequence_for<Tags...>{});
+    auto outs = take_outputs(c, std::index_sequence_for<Tags...>{});
     if constexpr (!std::is_same_v<Post, no_hook>) {
-      cmd->promise.deliver(std::apply([this](auto&&... os) { return post_(std::move(os)...); }, std::move(outs)));
+      c.promise.deliver(std::apply([this](auto&&... os) { return post_(std::move(os)...); }, std::move(outs)));
     } else {
-      std::apply([&](auto&&... os) { cmd->promise.deliver(std::move(os)...); }, std::move(outs));
+      std::apply([&](auto&&... os) { c.promise.deliver(std::move(os)...); }, std::move(outs));
     }
   }
 
@@ -597,7 +616,7 @@ class kernel_actor final : public kernel_actor_base {
   }
 
   void abandon_all() noexcept override {
-    for (auto& [id, cmd] : commands_)
+    for (auto& cmd : commands_)
       cmd->promise.deliver(kernel_error("the kernel actor ended with this request in flight"));
     commands_.clear();
   }
@@ -606,7 +625,7 @@ class kernel_actor final : public kernel_actor_base {
   Pre pre_;
   Post post_;
   std::tuple<Tags...> tags_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<command>> commands_;
+  std::deque<std::unique_ptr<command>> commands_;  // in flight, oldest first
 };
 
 }  // namespace detail
