@@ -473,8 +473,7 @@ class runner final
   using stamper_type = typename stamper_for<N>::type;
   static constexpr bool stamps = !std::is_same_v<stamper_type, no_stamper>;
   /// The node defines on_idle (the base's does nothing).
-  static constexpr bool idles =
-      !is_source && !std::is_same_v<decltype(&N::on_idle), decltype(&stream::node<In, Out>::on_idle)>;
+  static constexpr bool idles = !is_source && stream::detail::defines_on_idle<N>;
 
  public:
   runner(graph_state& g, const N& prototype, const runner_settings& s, actor_system& sys)

@@ -100,10 +100,8 @@ constexpr bool node_defers() {
   if constexpr (requires { P::defers_outputs; }) {
     return P::defers_outputs;
   } else if constexpr (requires { typename P::node_tag; }) {
-    using In = typename P::in_type;
-    using Out = typename P::out_type;
-    if constexpr (std::is_void_v<In>) return false;
-    else return !std::is_same_v<decltype(&P::on_idle), decltype(&stream::node<In, Out>::on_idle)>;
+    if constexpr (std::is_void_v<typename P::in_type>) return false;
+    else return stream::detail::defines_on_idle<P>;
   } else {
     return false;
   }

@@ -145,6 +145,11 @@ class node : public emitter<Out> {
 };
 
 namespace detail {
+/// Whether node N defines on_idle (the base's does nothing).
+template <class N>
+inline constexpr bool defines_on_idle =
+    !std::is_same_v<decltype(&N::on_idle), decltype(&node<typename N::in_type, typename N::out_type>::on_idle)>;
+
 template <class F>
 using first_arg = std::decay_t<std::tuple_element_t<0, typename troupe::detail::callable_traits<F>::args>>;
 
