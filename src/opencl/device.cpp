@@ -26,6 +26,10 @@ void detail::count_transfer(bool to_device, std::size_t bytes) noexcept {
   (to_device ? to_device_bytes : to_host_bytes).fetch_add(bytes, std::memory_order_relaxed);
 }
 
+std::string detail::describe(const cl::Error& e) {
+  return std::string{e.what()} + " failed with " + std::string{error_name(e.err())};
+}
+
 transfer_counts transfers() noexcept {
   return {to_device_count.load(std::memory_order_relaxed), to_host_count.load(std::memory_order_relaxed),
           to_device_bytes.load(std::memory_order_relaxed), to_host_bytes.load(std::memory_order_relaxed)};
@@ -117,7 +121,7 @@ std::string_view to_string(device_type t) noexcept {
 namespace {
 
 [[noreturn]] void rethrow(const cl::Error& e, const std::string& what) {
-  throw opencl_error{what + ": " + e.what() + " failed with " + std::string{error_name(e.err())}, e.err()};
+  throw opencl_error{what + ": " + detail::describe(e), e.err()};
 }
 
 std::shared_ptr<detail::device_state> make_state(const cl::Platform& p, const cl::Device& d, std::size_t index) {

@@ -57,7 +57,7 @@ void CL_CALLBACK on_event(cl_event, cl_int status, void* user) {
 troupe::error kernel_error(const std::string& what) { return troupe::error{errc::runtime_error, "opencl: " + what}; }
 
 troupe::error cl_failure(const char* what, const cl::Error& e) {
-  return kernel_error(std::string{what} + ": " + e.what() + " failed with " + std::string{error_name(e.err())});
+  return kernel_error(std::string{what} + ": " + describe(e));
 }
 
 kernel_parts make_parts(const program& p, const std::string& name, const nd_range& range, std::size_t tags,
@@ -72,8 +72,7 @@ kernel_parts make_parts(const program& p, const std::string& name, const nd_rang
                          std::to_string(tags) + " argument tags were given"};
     parts.queue = cl::CommandQueue{parts.dev.context(), parts.dev.id()};
   } catch (const cl::Error& e) {
-    throw opencl_error{"kernel '" + name + "': " + e.what() + " failed with " + std::string{error_name(e.err())},
-                       e.err()};
+    throw opencl_error{"kernel '" + name + "': " + describe(e), e.err()};
   }
   return parts;
 }

@@ -72,6 +72,9 @@ namespace detail {
 struct device_state;
 /// Counts one copy (see transfers()).
 void count_transfer(bool to_device, std::size_t bytes) noexcept;
+/// A failed OpenCL call in words: "clEnqueueNDRangeKernel failed with
+/// CL_INVALID_WORK_GROUP_SIZE".
+std::string describe(const cl::Error& e);
 }  // namespace detail
 
 /// A device with its context (and a queue for host transfers).

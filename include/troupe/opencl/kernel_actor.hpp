@@ -129,8 +129,7 @@ class mem_ref {
       dev_.transfer_queue().enqueueReadBuffer(buf_, CL_TRUE, 0, n_ * sizeof(T), out.data(), &wait);
       detail::count_transfer(false, n_ * sizeof(T));
     } catch (const cl::Error& e) {
-      throw opencl_error{
-          std::string{"mem_ref::to_host: "} + e.what() + " failed with " + std::string{error_name(e.err())}, e.err()};
+      throw opencl_error{std::string{"mem_ref::to_host: "} + detail::describe(e), e.err()};
     }
     return out;
   }
@@ -143,8 +142,7 @@ class mem_ref {
       detail::count_transfer(true, data.size() * sizeof(T));
       return mem_ref{d, std::move(b), data.size()};
     } catch (const cl::Error& e) {
-      throw opencl_error{
-          std::string{"mem_ref::upload: "} + e.what() + " failed with " + std::string{error_name(e.err())}, e.err()};
+      throw opencl_error{std::string{"mem_ref::upload: "} + detail::describe(e), e.err()};
     }
   }
 
