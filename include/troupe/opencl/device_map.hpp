@@ -24,7 +24,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -100,9 +99,6 @@ class device_map_node : public stream::node<In, Out> {
   void on_idle() { drain(); }
   void on_stop() { drain(); }
 
-  /// Batches run so far (on the device) and elements in them.
-  std::uint64_t batches() const noexcept { return batches_; }
-
  private:
   struct slot {
     std::vector<In> in;
@@ -114,9 +110,7 @@ class device_map_node : public stream::node<In, Out> {
   };
 
   [[noreturn]] void fail(const char* what, const cl::Error& e) {
-    throw opencl_error{
-        "device_map '" + name_ + "': " + what + ": " + e.what() + " failed with " + std::string{error_name(e.err())},
-        e.err()};
+    throw opencl_error{"device_map '" + name_ + "': " + what + ": " + detail::describe(e), e.err()};
   }
 
   std::uint64_t delay_ns() const noexcept { return static_cast<std::uint64_t>(opt_.max_delay.count()) * 1000; }
@@ -144,7 +138,6 @@ class device_map_node : public stream::node<In, Out> {
       fail("running a batch", e);
     }
     b.busy = true;
-    ++batches_;
     cur_ = (cur_ + 1) % slots_.size();
     if (slots_[cur_].busy) emit(slots_[cur_]);
   }
@@ -177,7 +170,6 @@ class device_map_node : public stream::node<In, Out> {
   cl::CommandQueue queue_;
   std::vector<slot> slots_;
   std::size_t cur_ = 0;
-  std::uint64_t batches_ = 0;
 };
 
 /// A device stage: see the top of this header.
