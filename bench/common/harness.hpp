@@ -17,6 +17,7 @@
 // translation units that are compiled against older libraries.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -54,6 +55,21 @@ struct sample {
     extra[name] = figure{value, unit, higher_is_better};
   }
 };
+
+/// Adds p50_us and p99_us (nearest rank) of latencies in nanoseconds to `s`;
+/// reorders `ns` (the round-trip benchmarks: remote_ping_pong,
+/// kernel_round_trip).
+inline void add_latency_percentiles(sample& s, std::vector<std::int64_t>& ns) {
+  if (ns.empty()) return;
+  auto percentile_us = [&ns](double q) {
+    auto rank = static_cast<std::size_t>(q * static_cast<double>(ns.size()) + 0.999999);
+    auto k = std::min(ns.size() - 1, rank > 0 ? rank - 1 : 0);
+    std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(k), ns.end());
+    return static_cast<double>(ns[k]) / 1e3;
+  };
+  s.add("p50_us", percentile_us(0.50), "us");
+  s.add("p99_us", percentile_us(0.99), "us");
+}
 
 /// Integer-valued benchmark parameters, in insertion order (ends up verbatim
 /// in the JSON "params" object).

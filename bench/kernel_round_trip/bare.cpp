@@ -78,7 +78,7 @@ bench::sample run(const bench::params& p, bool callback) {
   }
   sample s;
   s.wall_s = sw.seconds();
-  kernel_round_trip::add_latencies(s, ns);
+  add_latency_percentiles(s, ns);
   return s;
 }
 

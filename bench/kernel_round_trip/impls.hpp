@@ -102,20 +102,6 @@ inline void check_answer(const std::vector<float>& c, const std::vector<float>& 
   check(!bad(c.size() - 1), "answer " + std::to_string(r) + ": wrong last element");
 }
 
-/// Adds p50_us and p99_us (nearest rank) of the round trips' latencies in
-/// nanoseconds; reorders `ns`.
-inline void add_latencies(sample& s, std::vector<std::int64_t>& ns) {
-  if (ns.empty()) return;
-  auto percentile_us = [&ns](double q) {
-    auto rank = static_cast<std::size_t>(q * static_cast<double>(ns.size()) + 0.999999);
-    auto k = std::min(ns.size() - 1, rank > 0 ? rank - 1 : 0);
-    std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(k), ns.end());
-    return static_cast<double>(ns[k]) / 1e3;
-  };
-  s.add("p50_us", percentile_us(0.50), "us");
-  s.add("p99_us", percentile_us(0.99), "us");
-}
-
 inline std::int64_t since_ns(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
 }

@@ -101,7 +101,7 @@ bench::sample run_event_client(const bench::params& p, troupe::actor_system& sys
   bench::sample s;
   s.wall_s = sw.seconds();
   bench::check_eq("round trips", round_trips, static_cast<std::int64_t>(ns.size()));
-  bench::kernel_round_trip::add_latencies(s, ns);
+  bench::add_latency_percentiles(s, ns);
   return s;
 }
 
@@ -163,6 +163,6 @@ bench::sample bench::run_troupe_opencl_scoped(const params& p) {
   }
   sample s;
   s.wall_s = sw.seconds();
-  kernel_round_trip::add_latencies(s, ns);
+  add_latency_percentiles(s, ns);
   return s;
 }

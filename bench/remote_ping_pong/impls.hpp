@@ -45,19 +45,5 @@ inline std::chrono::seconds time_limit(std::int64_t round_trips) {
   return std::chrono::seconds{60 + round_trips / 1'000};
 }
 
-/// Adds p50_us and p99_us (nearest rank) of the round trips' latencies in
-/// nanoseconds; reorders `ns`.
-inline void add_latencies(sample& s, std::vector<std::int64_t>& ns) {
-  if (ns.empty()) return;
-  auto percentile_us = [&ns](double q) {
-    auto rank = static_cast<std::size_t>(q * static_cast<double>(ns.size()) + 0.999999);
-    auto k = std::min(ns.size() - 1, rank > 0 ? rank - 1 : 0);
-    std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(k), ns.end());
-    return static_cast<double>(ns[k]) / 1e3;
-  };
-  s.add("p50_us", percentile_us(0.50), "us");
-  s.add("p99_us", percentile_us(0.99), "us");
-}
-
 }  // namespace remote_ping_pong
 }  // namespace bench

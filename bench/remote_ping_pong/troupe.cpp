@@ -84,7 +84,7 @@ bench::sample run(const bench::params& p, bool curve) {
   server.join(deadline);
   check(bad_seq == 0, "answer out of order at seq " + std::to_string(bad_seq));
   check_eq("answers received", round_trips, received);
-  remote_ping_pong::add_latencies(s, latency_ns);
+  add_latency_percentiles(s, latency_ns);
   return s;
 }
 
