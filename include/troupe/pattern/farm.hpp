@@ -118,6 +118,9 @@ class farm {
 
   /// 0: one per scheduler worker.
   std::size_t replicas() const noexcept { return n_; }
+  /// The replicated pattern and the routing policy (as given).
+  const P& pattern() const noexcept { return p_; }
+  const Policy& policy() const noexcept { return policy_; }
   static constexpr bool is_ordered = Ordered;
 
   template <bool Tagged, class Next>
