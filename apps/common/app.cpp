@@ -40,8 +40,10 @@ constexpr std::pair<const char*, double> quantiles[] = {{"min", 0},    {"p5", 0.
 }
 
 void run_result::print(std::ostream& out) const {
-  out << app << ": " << elapsed_s << " s, source " << source_tuples << " tuples (" << source_rate()
-      << " tuples/s), sink " << sink_tuples << " tuples (" << sink_rate() << " tuples/s)";
+  out << app;
+  if (!part.empty()) out << " (" << part << ")";
+  out << ": " << elapsed_s << " s, source " << source_tuples << " tuples (" << source_rate() << " tuples/s), sink "
+      << sink_tuples << " tuples (" << sink_rate() << " tuples/s)";
   if (malformed != 0) out << ", " << malformed << " malformed input lines skipped";
   if (interrupted) out << ", interrupted";
   out << "\nlatency (us):";
@@ -54,7 +56,9 @@ std::string run_result::to_json() const {
   o << "{\"app\":\"" << app << "\",\"elapsed_s\":" << elapsed_s << ",\"source_tuples\":" << source_tuples
     << ",\"sink_tuples\":" << sink_tuples << ",\"source_tuples_per_s\":" << source_rate()
     << ",\"sink_tuples_per_s\":" << sink_rate() << ",\"malformed_lines\":" << malformed
-    << ",\"interrupted\":" << (interrupted ? "true" : "false") << ",\"parallelism\":[";
+    << ",\"interrupted\":" << (interrupted ? "true" : "false");
+  if (!part.empty()) o << ",\"part\":\"" << part << '"';
+  o << ",\"parallelism\":[";
   for (std::size_t i = 0; i < parallelism.size(); ++i) o << (i ? "," : "") << parallelism[i];
   o << "],\"latency_us\":{\"count\":" << latency.count();
   for (auto& [name, q] : quantiles) o << ",\"" << name << "\":" << static_cast<double>(latency.percentile(q)) / 1000.0;
@@ -62,14 +66,13 @@ std::string run_result::to_json() const {
   return o.str();
 }
 
-run_result collect(const std::string& app, const troupe::stream::graph& g, std::uint64_t malformed,
+run_result collect(const std::string& app, const troupe::stream::graph_metrics& m, std::uint64_t malformed,
                    std::vector<std::size_t> parallelism, double elapsed_s) {
   run_result r;
   r.app = app;
   r.elapsed_s = elapsed_s;
   r.malformed = malformed;
   r.parallelism = std::move(parallelism);
-  auto m = g.metrics();
   for (auto& n : m.nodes) {
     if (n.name == "source") r.source_tuples += n.items_out;
     if (n.name == "sink") r.sink_tuples += n.items_in;

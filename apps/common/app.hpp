@@ -22,6 +22,7 @@
 #include <troupe/troupe.hpp>
 
 #include "cli.hpp"
+#include "split.hpp"
 
 namespace troupe_apps {
 
@@ -132,6 +133,7 @@ struct run_result {
   troupe::stream::latency_histogram latency;
   std::vector<std::size_t> parallelism;
   bool interrupted = false;  // ended early by stop_requested() (SIGINT, SIGTERM)
+  std::string part;          // a split run: "rank 0 of 2, placement 0;0;1;1" (else empty)
   bool report = true;        // false: nothing ran (a generator mode), print nothing
 
   double source_rate() const { return elapsed_s > 0 ? static_cast<double>(source_tuples) / elapsed_s : 0; }
@@ -143,7 +145,7 @@ struct run_result {
 
 /// Collects the figures of a finished graph: sources are the nodes of kind
 /// "source", sinks those of kind "sink".
-run_result collect(const std::string& app, const troupe::stream::graph& g, std::uint64_t malformed,
+run_result collect(const std::string& app, const troupe::stream::graph_metrics& m, std::uint64_t malformed,
                    std::vector<std::size_t> parallelism, double elapsed_s);
 
 /// The tuples of `lines`: parse(line, T&) -> bool; a false line is skipped
@@ -180,15 +182,51 @@ class progress_line {
   std::thread thread_;
 };
 
+#if TROUPE_APPS_NET
+/// This process's part of a split run (split.hpp).
+template <class P>
+run_result run_split(troupe::actor_system& sys, const std::string& app, const P& pattern, const cli& c,
+                     std::size_t operators, std::uint64_t malformed, const troupe::stream::options& o) {
+  if constexpr (!troupe::net::splittable<P>) {
+    throw usage_error("--peers: " + app + "'s graph cannot run split across processes");
+  } else {
+    split_setup s = parse_split(c, app);
+    troupe::net::node node{sys, s.node};
+    troupe::net::cluster cl{sys, node, s.cluster};
+    if (c.on_run_start) c.on_run_start();
+    const auto start = std::chrono::steady_clock::now();
+    auto g = troupe::net::split(cl, pattern, s.where, {.name = app, .channel = {}, .stream = o});
+    g.wait();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (c.on_run_end) c.on_run_end();
+    std::vector<std::size_t> par;
+    for (std::size_t i = 0; i < operators; ++i) par.push_back(c.replicas(i));
+    auto r = collect(app, g.metrics(), malformed, std::move(par), elapsed);
+    r.interrupted = stop_requested();
+    r.part =
+        "rank " + std::to_string(s.rank) + " of " + std::to_string(cl.size()) + ", placement " + s.where.to_string();
+    return r;
+  }
+}
+#endif
+
 /// Runs an application's graph to its end with the flags' batch size and
 /// latency measured on every tuple, and collects its figures (with a
-/// progress line when c.progress).
+/// progress line when c.progress). With --peers, this process's part of
+/// the graph split across processes (split.hpp).
 template <class P>
 run_result run_graph(troupe::actor_system& sys, const std::string& app, P pattern, const cli& c, std::size_t operators,
                      std::uint64_t malformed) {
   troupe::stream::options o;
   o.batch = c.batch;
   o.latency_sample = 1;
+  if (split_requested(c)) {
+#if TROUPE_APPS_NET
+    return run_split(sys, app, pattern, c, operators, malformed, o);
+#else
+    throw usage_error("--peers: this build has no troupe::net (ZeroMQ), so the graph runs in one process only");
+#endif
+  }
   if (c.on_run_start) c.on_run_start();
   const auto start = std::chrono::steady_clock::now();
   auto g = troupe::spawn_pattern(sys, std::move(pattern), o);
@@ -201,7 +239,7 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
   if (c.on_run_end) c.on_run_end();
   std::vector<std::size_t> par;
   for (std::size_t i = 0; i < operators; ++i) par.push_back(c.replicas(i));
-  auto r = collect(app, g, malformed, std::move(par), elapsed);
+  auto r = collect(app, g.metrics(), malformed, std::move(par), elapsed);
   r.interrupted = stop_requested();
   return r;
 }

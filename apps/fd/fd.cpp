@@ -129,6 +129,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   std::uint64_t malformed = 0;
   auto data =
       load<transaction>(lines, [&m](const std::string& l, transaction& t) { return parse(l, m, t); }, malformed);
+  name_for_network<transaction>("fd.transaction");
   output_file out{c.output};
   auto found = std::make_shared<outliers>();
   predictor pred;

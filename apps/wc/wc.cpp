@@ -61,6 +61,9 @@ outcome run(troupe::actor_system& sys, const cli& c) {
         return true;
       },
       malformed);
+  name_for_network<line>("wc.line");
+  name_for_network<word>("wc.word");
+  name_for_network<count>("wc.count");
   output_file out{c.output};
   auto all = std::make_shared<totals>();
   counter count_proto;

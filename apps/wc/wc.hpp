@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "common/app.hpp"
 
@@ -13,18 +14,22 @@ namespace troupe_apps::wc {
 
 inline const std::vector<std::string> operators{"source", "splitter", "counter", "sink"};
 
+// fields(): how each crosses the network in a split run (troupe/net/codec.hpp).
 struct line {
   std::string text;
   std::uint64_t stamp = 0;
+  auto fields() { return std::tie(text, stamp); }
 };
 struct word {
   std::string text;
   std::uint64_t stamp = 0;
+  auto fields() { return std::tie(text, stamp); }
 };
 struct count {
   std::string word;
   std::uint64_t n = 0;
   std::uint64_t stamp = 0;
+  auto fields() { return std::tie(word, n, stamp); }
 };
 
 /// What a run leaves besides its figures: every word's final count.

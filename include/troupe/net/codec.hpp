@@ -12,6 +12,9 @@
 //   - actor and typed_actor handles: the node and actor they name; they
 //     become proxies on the receiving node;
 //   - troupe::error, down_msg, exit_msg: built in;
+//   - a struct with a member `auto fields() { return std::tie(a, b, ...); }`:
+//     its fields in that order, each as above (checked like the rest; no
+//     dependency on troupe::net in the type's header);
 //   - any type with a cereal serialize()/save()/load() for
 //     cereal::BinaryOutputArchive: through cereal (cereal takes precedence
 //     over raw bytes when a type has both).
@@ -27,6 +30,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
@@ -130,6 +134,10 @@ namespace detail {
 const std::string& user_type_name(const void* key, const char* cpp_name);
 void add_user_type_name(const void* key, const char* cpp_name, const std::string& name);
 
+/// T lists its fields: `auto fields() { return std::tie(...); }`.
+template <class T>
+concept fields_type = std::is_class_v<T> && requires(T& v) { std::tuple_size<decltype(v.fields())>::value; };
+
 template <class T>
 concept cereal_type =
     std::is_class_v<T> && cereal::traits::is_output_serializable<T, cereal::BinaryOutputArchive>::value &&
@@ -176,6 +184,11 @@ struct is_typed_handle<typed_actor<Sigs...>> : std::true_type {};
 /// How one value type is named, written and read.
 template <class T>
 struct codec {
+  /// Vectors of E travel as their bytes (trivially copyable, no custom form).
+  template <class E>
+  static constexpr bool raw_elements =
+      std::is_trivially_copyable_v<E> && !detail::cereal_type<E> && !detail::fields_type<E>;
+
   static std::string name() {
     if constexpr (std::is_same_v<T, bool>) return "bool";
     else if constexpr (std::is_same_v<T, char>) return "char";
@@ -214,13 +227,17 @@ struct codec {
     } else if constexpr (detail::is_vector<T>::value) {
       using E = typename T::value_type;
       w.raw(static_cast<std::uint32_t>(v.size()));
-      if constexpr (std::is_trivially_copyable_v<E> && !detail::cereal_type<E>) w.bytes(v.data(), v.size() * sizeof(E));
+      if constexpr (raw_elements<E>) w.bytes(v.data(), v.size() * sizeof(E));
       else
         for (auto& e : v) codec<E>::write(w, e);
     } else if constexpr (std::is_empty_v<T>) {
       // atoms: the type says it all
     } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
       w.raw(v);
+    } else if constexpr (detail::fields_type<T>) {
+      // fields() hands out references; writing only reads them.
+      std::apply([&](auto&... f) { (codec<std::remove_cvref_t<decltype(f)>>::write(w, f), ...); },
+                 const_cast<T&>(v).fields());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
     } else if constexpr (detail::cereal_type<T>) {
       detail::out_buf buf{w.buffer()};
       std::ostream os{&buf};
@@ -257,7 +274,7 @@ struct codec {
       codec<error>::read(r, v.reason);
     } else if constexpr (detail::is_vector<T>::value) {
       using E = typename T::value_type;
-      if constexpr (std::is_trivially_copyable_v<E> && !detail::cereal_type<E>) {
+      if constexpr (raw_elements<E>) {
         auto n = r.count(sizeof(E), "vector");
         v.resize(n);
         std::memcpy(v.data(), r.take(n * sizeof(E), "vector"), n * sizeof(E));
@@ -277,6 +294,8 @@ struct codec {
       } else {
         v = r.raw<T>(codec::name().c_str());
       }
+    } else if constexpr (detail::fields_type<T>) {
+      std::apply([&](auto&... f) { (codec<std::remove_cvref_t<decltype(f)>>::read(r, f), ...); }, v.fields());
     } else if constexpr (detail::cereal_type<T>) {
       const char* b = r.take(0, "cereal value");
       detail::in_buf buf{b, b + r.left()};

@@ -281,8 +281,12 @@ class segment : public stream::node<void, void> {
   std::unique_ptr<std::conditional_t<emits, outlet<Out, NextPolicy>, char>> out_;
 };
 
-template <class Stages>
-struct split_rules;
+template <class P>
+struct split_rules {
+  static constexpr bool stages_ok = false;
+  static constexpr bool closed = false;
+  static constexpr bool ok = false;
+};
 template <class... Ss>
 struct split_rules<pipeline<Ss...>> {
   static constexpr bool stages_ok = (split_stage<Ss>::ok && ...);
@@ -393,6 +397,11 @@ struct split_check {
 };
 
 }  // namespace detail
+
+/// Whether split() takes P: a pipeline from a source to a sink of nodes and
+/// unordered farms of nodes.
+template <class P>
+inline constexpr bool splittable = detail::split_rules<P>::ok;
 
 /// Runs this process's part of `p` (see the top of this header). Throws
 /// std::invalid_argument for a placement that does not fit (a rank outside
