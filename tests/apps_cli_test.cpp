@@ -5,6 +5,7 @@
 // a child still running when its test ends is killed and reaped.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,15 +14,19 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -422,3 +427,123 @@ TEST_F(apps_cli_binary, a_progress_line_only_on_a_terminal) {
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.err, "");
 }
+
+#if TROUPE_APPS_SPLIT
+
+namespace {
+
+/// Two free TCP ports of 127.0.0.1 (bound to port 0 by the kernel, then
+/// released: another process could take one in between, which a rerun fixes).
+std::vector<int> free_ports(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      ADD_FAILURE() << "no free port: " << std::strerror(errno);
+    fds.push_back(fd);
+    ports.push_back(ntohs(a.sin_port));
+  }
+  for (int fd : fds) ::close(fd);
+  return ports;
+}
+
+/// The lines of a file, sorted (a farm's sink replicas interleave them).
+std::vector<std::string> sorted_lines(const std::string& path) {
+  std::istringstream in{slurp(path)};
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+}  // namespace
+
+class apps_split : public apps_cli_binary {
+ protected:
+  /// Runs `app` once in one process and once split over two (rank 0 and
+  /// rank 1 at once), every run with --passes 1 and --output; the split
+  /// run's output is that of the rank given by `sink_rank`.
+  void expect_same_results(const std::string& app, const std::vector<std::string>& flags, const std::string& placement,
+                           std::vector<std::string> security) {
+    std::vector<std::string> one = flags;
+    one.insert(one.end(), {"--passes", "1", "--output", path("one.txt")});
+    auto single = run(app, one);
+    ASSERT_EQ(single.code, 0) << single.err;
+    const auto ports = free_ports(2);
+    const std::string peers =
+        "tcp://127.0.0.1:" + std::to_string(ports[0]) + ",tcp://127.0.0.1:" + std::to_string(ports[1]);
+    std::vector<std::unique_ptr<child>> ranks;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<std::string> args = flags;
+      args.insert(args.end(), {"--passes", "1", "--peers", peers, "--placement", placement, "--rank", std::to_string(r),
+                               "--output", path("rank" + std::to_string(r) + ".txt")});
+      args.insert(args.end(), security.begin(), security.end());
+      fs::create_directories(dir_ / ("r" + std::to_string(r)));
+      ranks.push_back(std::make_unique<child>(app, args, dir_ / ("r" + std::to_string(r))));
+    }
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(ranks[r]->wait()) << "rank " << r;
+      EXPECT_EQ(ranks[r]->exit_code(), 0) << "rank " << r << ": " << ranks[r]->err();
+      EXPECT_NE(ranks[r]->out().find("rank " + std::to_string(r) + " of 2"), std::string::npos) << ranks[r]->out();
+    }
+    // What reached the sinks, and (wc) the final counts: the one-process
+    // run's, split between the ranks' output files as the placement put
+    // the sinks and counters.
+    auto a = sorted_lines(path("one.txt"));
+    auto b = sorted_lines(path("rank0.txt"));
+    auto c = sorted_lines(path("rank1.txt"));
+    b.insert(b.end(), c.begin(), c.end());
+    std::sort(b.begin(), b.end());
+    b.erase(std::remove(b.begin(), b.end(), "# final counts"), b.end());
+    a.erase(std::remove(a.begin(), a.end(), "# final counts"), a.end());
+    EXPECT_GT(a.size(), 1000u);
+    EXPECT_EQ(a, b);
+  }
+};
+
+TEST_F(apps_split, wc_split_over_two_processes_gives_the_one_process_results) {
+  // The counters by word across both ranks (by key, one word to one replica).
+  expect_same_results("wc", {"--parallelism", "1,2,4,1"}, "0;0;0,1;1", {"--security", "plaintext"});
+}
+
+TEST_F(apps_split, fd_split_over_two_processes_gives_the_one_process_results) {
+  expect_same_results("fd", {"--parallelism", "1,3,1"}, "0;1,0;1", {"--security", "plaintext"});
+}
+
+TEST_F(apps_split, a_split_run_is_encrypted_by_default_with_the_keys_given) {
+  fs::create_directories(dir_ / "keys");
+  for (int r = 0; r < 2; ++r) {
+    const std::string base = (dir_ / "keys" / ("rank" + std::to_string(r))).string();
+    ASSERT_EQ(std::system((std::string{TROUPE_KEYGEN_BIN} + " " + base + " > /dev/null").c_str()), 0);
+  }
+  expect_same_results("wc", {"--parallelism", "1,1,1,1"}, "0;0;1;1", {"--keys", (dir_ / "keys").string()});
+}
+
+TEST_F(apps_split, bad_split_flags_are_named) {
+  const std::string two = "tcp://127.0.0.1:1,tcp://127.0.0.1:2";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--peers", "tcp://127.0.0.1:1"}, "--peers: a split run needs two endpoints or more"},
+      {{"--peers", "127.0.0.1:1,127.0.0.1:2", "--rank", "0"}, "is not an endpoint"},
+      {{"--peers", two}, "give --rank"},
+      {{"--peers", two, "--rank", "2"}, "--rank"},
+      {{"--peers", two, "--rank", "0", "--placement", "0;x"}, "--placement"},
+      {{"--peers", two, "--rank", "0", "--placement", "0;3"}, "names rank 3"},
+      {{"--peers", two, "--rank", "0"}, "--keys: a split run is encrypted"},
+      {{"--peers", two, "--rank", "0", "--keys", "/nonexistent"}, "--keys"},
+      {{"--peers", two, "--rank", "0", "--security", "none"}, "--security"},
+  };
+  for (auto& [args, says] : cases) {
+    auto r = run("fd", args);
+    EXPECT_EQ(r.code, 2) << says;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  auto r = run("sd", {"--peers", two, "--rank", "0"});  // sd has no split flags
+  EXPECT_EQ(r.code, 2);
+}
+
+#endif

@@ -110,10 +110,13 @@ void inlet_core::on_end(std::uint64_t id, std::uint64_t total) {
 void inlet_core::on_down(const down_msg& d) {
   {
     std::lock_guard<std::mutex> lock{mtx_};
-    for (auto& [id, rec] : senders_)
-      if (rec.credit_to == d.source && !rec.ended)
+    for (auto& [id, rec] : senders_) {
+      if (rec.credit_to != d.source) continue;
+      if (rec.ended) rec.gone = true;
+      else
         fail("inlet '" + name_ + "': lost " + sender_name(id) + " after " + std::to_string(rec.received) +
              " elements: " + reason_of(d.reason));
+    }
   }
   cv_.notify_all();
 }
@@ -162,7 +165,19 @@ void inlet_core::consumed(std::uint64_t sender, std::size_t n) {
   sys_.send(to, chan_credit_atom{}, dest, static_cast<std::uint64_t>(n), acked);
 }
 
-void inlet_core::close() {
+void inlet_core::close(std::chrono::milliseconds linger) {
+  {
+    // A sender's last grant could still be on its way; its process must not
+    // see this one's end first (it would call its data lost).
+    std::unique_lock<std::mutex> lock{mtx_};
+    const auto until = std::chrono::steady_clock::now() + linger;
+    cv_.wait_until(lock, until, [&] {
+      if (!failure_.empty()) return true;
+      for (auto& [id, rec] : senders_)
+        if (!rec.gone) return false;
+      return true;
+    });
+  }
   if (actor_) sys_.send(actor_, chan_close_atom{});
 }
 

@@ -147,8 +147,10 @@ class inlet_core {
   const std::string& name() const noexcept { return name_; }
   /// Grants `n` consumed elements back to `sender`.
   void consumed(std::uint64_t sender, std::size_t n);
-  /// Ends the inlet's actor normally (after the end of the stream).
-  void close();
+  /// Ends the inlet's actor normally, after the end of the stream, once
+  /// every sender has ended its side (it has all its acknowledgements, so
+  /// this process may exit), or after `linger` at most.
+  void close(std::chrono::milliseconds linger = std::chrono::seconds{10});
   /// Ends the inlet's actor with `why`: its senders fail (graph failure).
   void abort(const error& why);
   /// The largest number of elements queued at once (for tests and stats).
@@ -160,6 +162,7 @@ class inlet_core {
     std::uint32_t dest = 0;
     std::uint64_t received = 0, granted = 0;
     bool ended = false;
+    bool gone = false;  ///< its credit actor ended after its end marker: it has every grant
   };
   // Under mtx_: queue state kept by the typed part.
   void on_open(event_actor& self, std::uint64_t id, std::uint32_t dest, const actor& credit_to);
