@@ -14,12 +14,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "troupe/net/node.hpp"
+#include "troupe/net/split.hpp"
 
 using namespace std::chrono_literals;
 using troupe::actor;
@@ -617,11 +619,106 @@ TEST(net_netns, a_cut_link_is_detected) {
   EXPECT_EQ(line, "down remote_unreachable");
 }
 
+// -------------------------------------------------------------- split graphs
+
+namespace {
+
+/// One description for both processes: numbers (n of them; 0: endless) on
+/// rank 0, +1 on rank 1, a counting sink on rank 0.
+struct split_counts {
+  std::atomic<std::uint64_t> n{0}, sum{0};
+};
+auto split_pipeline(std::uint64_t n, const std::shared_ptr<split_counts>& seen) {
+  namespace st = troupe::stream;
+  return troupe::pipeline{st::source([i = std::uint64_t{0}, n]() mutable -> std::optional<std::uint64_t> {
+                            if (n != 0 && i == n) return std::nullopt;
+                            return i++;
+                          }),
+                          st::map([](std::uint64_t x) { return x + 1; }), st::sink([seen](std::uint64_t x) {
+                            seen->sum.fetch_add(x, std::memory_order_relaxed);
+                            seen->n.fetch_add(1, std::memory_order_relaxed);
+                          })};
+}
+const auto split_placement = net::placement::parse("0;1;0");
+
+/// The rank-1 child: binds a port, writes it, runs its part, writes "done ok"
+/// or "done <error>".
+int split_child_main(const char* spec, int out) {
+  alarm(60);
+  const std::string s = spec;  // "<n> <rank 0's endpoint>"
+  const auto space = s.find(' ');
+  const std::uint64_t n = std::stoull(s.substr(0, space));
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  net::node node{sys, quick("split child")};
+  net::cluster cl{sys, node, {.rank = 1, .peers = {{s.substr(space + 1), ""}, {"tcp://127.0.0.1:*", ""}}}};
+  std::string line = cl.self_address().endpoint + "\n";
+  [[maybe_unused]] auto w = write(out, line.data(), line.size());
+  try {
+    net::split(cl, split_pipeline(n, std::make_shared<split_counts>()), split_placement).wait();
+    line = "done ok\n";
+  } catch (const std::exception& e) {
+    line = std::string{"done "} + e.what() + "\n";
+  }
+  w = write(out, line.data(), line.size());
+  return 0;
+}
+
+/// Rank 0 in this process and rank 1 in a child.
+struct split_pair {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  net::node node{sys, quick("split parent")};
+  std::optional<net::cluster> cl;
+  std::unique_ptr<child> rank1;
+  explicit split_pair(std::uint64_t n) {
+    cl.emplace(sys, node, net::cluster_config{.rank = 0, .peers = {{"tcp://127.0.0.1:*", ""}, {"", ""}}});
+    rank1 = std::make_unique<child>("TROUPE_NET_TEST_SPLIT=" + std::to_string(n) + " " + cl->self_address().endpoint,
+                                    std::vector<std::string>{}, 0);
+    const auto ep = rank1->read_line(20s);
+    if (ep.rfind("tcp://", 0) != 0) throw std::runtime_error("the child did not report its endpoint: '" + ep + "'");
+    cl->set_peer(1, {ep, ""});
+  }
+};
+
+}  // namespace
+
+TEST(net_split_process, a_pipeline_through_another_process_counts_exactly) {
+  split_pair pair{300'000};
+  auto seen = std::make_shared<split_counts>();
+  net::split(*pair.cl, split_pipeline(300'000, seen), split_placement).wait();
+  EXPECT_EQ(seen->n.load(), 300'000u);
+  EXPECT_EQ(seen->sum.load(), 300'000ULL * 300'001ULL / 2);
+  EXPECT_EQ(pair.rank1->read_line(20s), "done ok");
+}
+
+TEST(net_split_process, a_killed_peer_ends_the_graph_with_an_error_naming_it) {
+  split_pair pair{0};  // endless: only the failure can end it
+  auto seen = std::make_shared<split_counts>();
+  auto g = net::split(*pair.cl, split_pipeline(0, seen), split_placement);
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (seen->n.load() < 20'000 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  ASSERT_GE(seen->n.load(), 20'000u) << "no data flowed";
+  pair.rank1->signal(SIGKILL);
+  auto ended = std::async(std::launch::async, [&g]() -> std::string {
+    try {
+      g.wait();
+      return "no error";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  });
+  ASSERT_EQ(ended.wait_for(20s), std::future_status::ready) << "the graph did not end (hang guard)";
+  const std::string what = ended.get();
+  EXPECT_NE(what.find("rank 1"), std::string::npos) << what;
+  EXPECT_NE(what.find("remote_unreachable"), std::string::npos) << what;
+  EXPECT_NE(what.find("acknowledged"), std::string::npos) << what;
+}
+
 int main(int argc, char** argv) {
   const char* fd = std::getenv("TROUPE_NET_TEST_FD");
   const int out = fd != nullptr ? std::atoi(fd) : 1;
   if (const char* endpoint = std::getenv("TROUPE_NET_TEST_CHILD")) return child::main_of_child(endpoint, out);
   if (const char* endpoint = std::getenv("TROUPE_NET_TEST_WATCH")) return watcher_main(endpoint, out);
+  if (const char* spec = std::getenv("TROUPE_NET_TEST_SPLIT")) return split_child_main(spec, out);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
