@@ -468,8 +468,10 @@ class apps_split : public apps_cli_binary {
   /// Runs `app` once in one process and once split over two (rank 0 and
   /// rank 1 at once), every run with --passes 1 and --output; the split
   /// run's output is that of the rank given by `sink_rank`.
+  /// rank_from_env: each rank learns its rank from SLURM_PROCID, as under
+  /// srun, instead of --rank.
   void expect_same_results(const std::string& app, const std::vector<std::string>& flags, const std::string& placement,
-                           std::vector<std::string> security) {
+                           std::vector<std::string> security, bool rank_from_env = false) {
     std::vector<std::string> one = flags;
     one.insert(one.end(), {"--passes", "1", "--output", path("one.txt")});
     auto single = run(app, one);
@@ -480,11 +482,14 @@ class apps_split : public apps_cli_binary {
     std::vector<std::unique_ptr<child>> ranks;
     for (int r = 0; r < 2; ++r) {
       std::vector<std::string> args = flags;
-      args.insert(args.end(), {"--passes", "1", "--peers", peers, "--placement", placement, "--rank", std::to_string(r),
-                               "--output", path("rank" + std::to_string(r) + ".txt")});
+      args.insert(args.end(), {"--passes", "1", "--peers", peers, "--placement", placement, "--output",
+                               path("rank" + std::to_string(r) + ".txt")});
+      if (!rank_from_env) args.insert(args.end(), {"--rank", std::to_string(r)});
       args.insert(args.end(), security.begin(), security.end());
       fs::create_directories(dir_ / ("r" + std::to_string(r)));
+      if (rank_from_env) ::setenv("SLURM_PROCID", std::to_string(r).c_str(), 1);
       ranks.push_back(std::make_unique<child>(app, args, dir_ / ("r" + std::to_string(r))));
+      ::unsetenv("SLURM_PROCID");
     }
     for (int r = 0; r < 2; ++r) {
       ASSERT_TRUE(ranks[r]->wait()) << "rank " << r;
@@ -515,13 +520,13 @@ TEST_F(apps_split, fd_split_over_two_processes_gives_the_one_process_results) {
   expect_same_results("fd", {"--parallelism", "1,3,1"}, "0;1,0;1", {"--security", "plaintext"});
 }
 
-TEST_F(apps_split, a_split_run_is_encrypted_by_default_with_the_keys_given) {
+TEST_F(apps_split, a_split_run_is_encrypted_by_default_and_takes_its_rank_from_the_launcher) {
   fs::create_directories(dir_ / "keys");
   for (int r = 0; r < 2; ++r) {
     const std::string base = (dir_ / "keys" / ("rank" + std::to_string(r))).string();
     ASSERT_EQ(std::system((std::string{TROUPE_KEYGEN_BIN} + " " + base + " > /dev/null").c_str()), 0);
   }
-  expect_same_results("wc", {"--parallelism", "1,1,1,1"}, "0;0;1;1", {"--keys", (dir_ / "keys").string()});
+  expect_same_results("wc", {"--parallelism", "1,1,1,1"}, "0;0;1;1", {"--keys", (dir_ / "keys").string()}, true);
 }
 
 TEST_F(apps_split, bad_split_flags_are_named) {

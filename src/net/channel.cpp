@@ -112,7 +112,10 @@ void inlet_core::on_down(const down_msg& d) {
     std::lock_guard<std::mutex> lock{mtx_};
     for (auto& [id, rec] : senders_) {
       if (rec.credit_to != d.source) continue;
-      if (rec.ended) rec.gone = true;
+      // A sender's credit actor ends normally only once it has every
+      // acknowledgement, after its end marker; the marker may still be on
+      // its way (a down message can overtake it): it is expected then.
+      if (rec.ended || !d.reason) rec.gone = true;
       else
         fail("inlet '" + name_ + "': lost " + sender_name(id) + " after " + std::to_string(rec.received) +
              " elements: " + reason_of(d.reason));
@@ -224,7 +227,10 @@ outlet_core::outlet_core(cluster& cl, std::string name, channel_config cfg)
 }
 
 outlet_core::~outlet_core() {
-  if (credit_actor_) cl_.system().send(credit_actor_, chan_close_atom{});
+  if (!credit_actor_ || finished_) return;
+  // Gone without its end of stream (a cancelled graph): the receivers fail.
+  cl_.system().send_exit(
+      credit_actor_, error{errc::runtime_error, "channel '" + name_ + "': a sender ended before its end of stream"});
 }
 
 void outlet_core::open(std::uint64_t id, const std::vector<std::size_t>& ranks, const std::vector<std::string>& names) {
@@ -348,6 +354,7 @@ void outlet_core::finish_all() {
     check_cancelled();
   }
   lock.unlock();
+  finished_ = true;
   cl_.system().send(credit_actor_, chan_close_atom{});
 }
 

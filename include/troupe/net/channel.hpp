@@ -311,6 +311,7 @@ class outlet_core {
   /// Throws if the watched flag is set (under no lock of ours).
   void check_cancelled() const;
   std::uint64_t id_ = 0;
+  bool finished_ = false;  ///< finish_all completed: the credit actor ended normally
   const std::atomic<bool>* cancelled_ = nullptr;
   std::vector<dest> dests_;
   std::shared_ptr<shared> sh_;
