@@ -185,8 +185,8 @@ TEST(net_split, a_pipeline_across_two_ranks_delivers_everything_in_order) {
   for (std::size_t i = 0; i < out->all.size(); ++i) ASSERT_EQ(out->all[i].value, i);
 }
 
-TEST(net_split, round_robin_and_least_loaded_farms_across_ranks_count_exactly) {
-  for (int policy = 0; policy < 2; ++policy) {
+TEST(net_split, round_robin_random_least_loaded_and_user_routed_farms_across_ranks_count_exactly) {
+  for (int policy = 0; policy < 4; ++policy) {
     duo d;
     auto out = std::make_shared<seen>();
     collect sink;
@@ -195,7 +195,17 @@ TEST(net_split, round_robin_and_least_loaded_farms_across_ranks_count_exactly) {
     src.n = 50'000;
     const auto where = net::placement::parse("0;0,1;1");
     if (policy == 0) run_both(d, troupe::pipeline{src, troupe::farm{tag_replica{}, 4}, sink}, where);
-    else run_both(d, troupe::pipeline{src, troupe::farm{tag_replica{}, 4, troupe::least_loaded{}}, sink}, where);
+    else if (policy == 1)
+      run_both(d, troupe::pipeline{src, troupe::farm{tag_replica{}, 4, troupe::least_loaded{}}, sink}, where);
+    else if (policy == 2)
+      run_both(d, troupe::pipeline{src, troupe::farm{tag_replica{}, 4, troupe::random_choice{}}, sink}, where);
+    else
+      run_both(d,
+               troupe::pipeline{src,
+                                troupe::farm{tag_replica{}, 4,
+                                             [](const tagged_value& v, std::size_t n) { return (v.value / 10) % n; }},
+                                sink},
+               where);
     ASSERT_EQ(out->all.size(), 50'000u) << "policy " << policy;
     std::set<std::uint64_t> values;
     std::set<std::uint32_t> replicas;
@@ -204,8 +214,13 @@ TEST(net_split, round_robin_and_least_loaded_farms_across_ranks_count_exactly) {
       replicas.insert(v.replica);
     }
     EXPECT_EQ(values.size(), 50'000u);
-    if (policy == 0) {
-      EXPECT_EQ(replicas.size(), 4u);  // round robin reaches every replica, on both ranks
+    if (policy != 1) {
+      EXPECT_EQ(replicas.size(), 4u);  // every replica, on both ranks
+    }
+    if (policy == 3) {
+      for (auto& v : out->all) {
+        ASSERT_EQ(v.replica, (v.value / 10) % 4) << "the user's routing decides";
+      }
     }
   }
 }
