@@ -32,18 +32,90 @@ std::string reason_of(const error& e) { return e ? e.to_string() : std::string{"
 
 // ----------------------------------------------------------------- inlet
 
+/// The actor of an owned_mailbox: a mailbox that no worker runs.
+class owned_cell final : public actor_cell {
+ public:
+  owned_cell(actor_system& sys, owned_mailbox* box) : actor_cell{sys}, box_{box} { drop_spawn_token(); }
+  troupe::detail::resume_result resume(std::size_t) override { return troupe::detail::resume_result::done; }
+  troupe::detail::message_node* take() noexcept { return pop(); }
+  std::size_t settle_taken(std::size_t n) noexcept {
+    bool freed = false;
+    return settle(n, freed);
+  }
+  void end(const error& why) noexcept { terminate(why, 0); }
+  /// The owner is gone: wake-ups go nowhere (handles may keep the cell).
+  void detach() noexcept { box_.store(nullptr, std::memory_order_release); }
+
+ protected:
+  void wake() noexcept override {
+    if (auto* b = box_.load(std::memory_order_acquire)) b->mail();
+  }
+
+ private:
+  std::atomic<owned_mailbox*> box_;
+};
+
+owned_mailbox::owned_mailbox(actor_system& sys) : cell_{new owned_cell{sys, this}}, handle_{cell_, false} {}
+
+owned_mailbox::~owned_mailbox() {
+  if (!ended_) end(error{});
+  cell_->detach();
+}
+
+troupe::detail::message_node* owned_mailbox::take() noexcept { return cell_->take(); }
+std::size_t owned_mailbox::settle(std::size_t n) noexcept { return cell_->settle_taken(n); }
+
+void owned_mailbox::end(const error& why) {
+  if (ended_) return;
+  ended_ = true;
+  // Drains what is left as dead letters and tells the monitors.
+  cell_->end(why);
+}
+
+void owned_mailbox::mail() noexcept {
+  mail_.store(true);
+  if (waiting_.load()) {
+    {
+      std::lock_guard<std::mutex> lock{mtx_};
+    }  // the owner is in wait_until or sees mail_
+    cv_.notify_one();
+  }
+}
+
+void owned_mailbox::wait(std::chrono::steady_clock::time_point until) {
+  // Mail usually follows soon while a stream flows: poll for a few tens of
+  // microseconds (yielding the core) before sleeping, so that neither side
+  // pays for a futex wake-up per batch.
+  const auto spin_until = std::min(until, std::chrono::steady_clock::now() + std::chrono::microseconds{30});
+  for (unsigned i = 0;; ++i) {
+    if (mail_.exchange(false)) return;
+    if ((i & 7) == 7 && std::chrono::steady_clock::now() >= spin_until) break;
+    std::this_thread::yield();
+  }
+  waiting_.store(true);
+  if (!mail_.exchange(false)) {
+    std::unique_lock<std::mutex> lock{mtx_};
+    cv_.wait_until(lock, until, [this] { return mail_.load(); });
+    mail_.store(false);
+  }
+  waiting_.store(false);
+}
+
+// ----------------------------------------------------------------- inlet
+
 inlet_core::inlet_core(actor_system& sys, std::string name, std::size_t senders, channel_config cfg,
                        std::chrono::milliseconds open_timeout)
     : sys_{sys},
       name_{std::move(name)},
       expected_{senders},
       cfg_{cfg},
-      open_deadline_{std::chrono::steady_clock::now() + open_timeout} {
+      open_deadline_{std::chrono::steady_clock::now() + open_timeout},
+      box_{sys} {
   register_channel_messages();
 }
 
 inlet_core::~inlet_core() {
-  if (actor_) sys_.send(actor_, chan_close_atom{});
+  if (!box_.ended()) box_.end(failure_.empty() ? error{} : error{errc::runtime_error, failure_});
 }
 
 inlet_core::sender_rec* inlet_core::find_sender(std::uint64_t id) {
@@ -52,24 +124,50 @@ inlet_core::sender_rec* inlet_core::find_sender(std::uint64_t id) {
   return nullptr;
 }
 
-void inlet_core::on_open(event_actor& self, std::uint64_t id, std::uint32_t dest, const actor& credit_to) {
-  {
-    std::lock_guard<std::mutex> lock{mtx_};
-    if (find_sender(id) != nullptr || opened_ == expected_) {
-      fail("inlet '" + name_ + "': unexpected " + sender_name(id) +
-           " (a sender opened twice, or more senders than the " + std::to_string(expected_) + " expected)");
-    } else {
-      sender_rec rec;
-      rec.credit_to = credit_to;
-      rec.dest = dest;
-      rec.granted = cfg_.window;
-      senders_.emplace_back(id, std::move(rec));
-      ++opened_;
-    }
+bool inlet_core::all_gone() const noexcept {
+  for (auto& [id, rec] : senders_)
+    if (!rec.gone) return false;
+  return true;
+}
+
+void inlet_core::drain() {
+  box_.drain([this](troupe::detail::message_node& n) { handle(n); });
+}
+
+void inlet_core::handle(troupe::detail::message_node& n) {
+  using troupe::detail::values_of;
+  if (take_data(n)) return;
+  if (n.holds<chan_open_atom, std::uint64_t, std::uint32_t, actor>()) {
+    auto& [a, id, dest, credit_to] = values_of<chan_open_atom, std::uint64_t, std::uint32_t, actor>(n);
+    on_open(id, dest, credit_to);
+  } else if (n.holds<chan_end_atom, std::uint64_t, std::uint64_t>()) {
+    auto& [a, id, total] = values_of<chan_end_atom, std::uint64_t, std::uint64_t>(n);
+    on_end(id, total);
+  } else if (n.holds<down_msg>()) {
+    on_down(std::get<0>(values_of<down_msg>(n)));
+  } else if (n.holds<exit_msg>()) {
+    fail("inlet '" + name_ + "': ended by a peer: " + reason_of(std::get<0>(values_of<exit_msg>(n)).reason));
+  } else if (n.holds<troupe::detail::kill_msg>()) {
+    fail("inlet '" + name_ + "': killed: " + reason_of(std::get<0>(values_of<troupe::detail::kill_msg>(n)).reason));
+  } else if (!n.holds<chan_close_atom>()) {
+    troupe::detail::count_dead_letter(sys_);
   }
-  cv_.notify_all();
-  self.monitor(credit_to);
-  self.send(credit_to, chan_credit_atom{}, dest, static_cast<std::uint64_t>(cfg_.window), std::uint64_t{0});
+}
+
+void inlet_core::on_open(std::uint64_t id, std::uint32_t dest, const actor& credit_to) {
+  if (find_sender(id) != nullptr || opened_ == expected_) {
+    fail("inlet '" + name_ + "': unexpected " + sender_name(id) + " (a sender opened twice, or more senders than the " +
+         std::to_string(expected_) + " expected)");
+    return;
+  }
+  sender_rec rec;
+  rec.credit_to = credit_to;
+  rec.dest = dest;
+  rec.granted = cfg_.window;
+  senders_.emplace_back(id, std::move(rec));
+  ++opened_;
+  if (credit_to) credit_to->add_monitor(box_.handle());
+  sys_.send(credit_to, chan_credit_atom{}, dest, static_cast<std::uint64_t>(cfg_.window), std::uint64_t{0});
 }
 
 bool inlet_core::on_data(std::uint64_t id, std::size_t n) {
@@ -90,54 +188,39 @@ bool inlet_core::on_data(std::uint64_t id, std::size_t n) {
 }
 
 void inlet_core::on_end(std::uint64_t id, std::uint64_t total) {
-  {
-    std::lock_guard<std::mutex> lock{mtx_};
-    auto* rec = find_sender(id);
-    if (rec == nullptr || rec->ended) {
-      fail("inlet '" + name_ + "': an end marker from " + sender_name(id) +
-           (rec ? ", which had ended" : ", which never opened"));
-    } else if (rec->received != total) {
-      fail("inlet '" + name_ + "': " + sender_name(id) + " sent " + std::to_string(total) + " elements, " +
-           std::to_string(rec->received) + " arrived");
-    } else {
-      rec->ended = true;
-      ++ended_;
-    }
+  auto* rec = find_sender(id);
+  if (rec == nullptr || rec->ended) {
+    fail("inlet '" + name_ + "': an end marker from " + sender_name(id) +
+         (rec ? ", which had ended" : ", which never opened"));
+  } else if (rec->received != total) {
+    fail("inlet '" + name_ + "': " + sender_name(id) + " sent " + std::to_string(total) + " elements, " +
+         std::to_string(rec->received) + " arrived");
+  } else {
+    rec->ended = true;
+    ++ended_;
   }
-  cv_.notify_all();
 }
 
 void inlet_core::on_down(const down_msg& d) {
-  {
-    std::lock_guard<std::mutex> lock{mtx_};
-    for (auto& [id, rec] : senders_) {
-      if (rec.credit_to != d.source) continue;
-      // A sender's credit actor ends normally only once it has every
-      // acknowledgement, after its end marker; the marker may still be on
-      // its way (a down message can overtake it): it is expected then.
-      if (rec.ended || !d.reason) rec.gone = true;
-      else
-        fail("inlet '" + name_ + "': lost " + sender_name(id) + " after " + std::to_string(rec.received) +
-             " elements: " + reason_of(d.reason));
-    }
+  for (auto& [id, rec] : senders_) {
+    if (rec.credit_to != d.source) continue;
+    // A sender's credit actor ends normally only once it has every
+    // acknowledgement, after its end marker; the marker may still be on
+    // its way (a down message can overtake it): it is expected then.
+    if (rec.ended || !d.reason) rec.gone = true;
+    else
+      fail("inlet '" + name_ + "': lost " + sender_name(id) + " after " + std::to_string(rec.received) +
+           " elements: " + reason_of(d.reason));
   }
-  cv_.notify_all();
-}
-
-void inlet_core::on_exit(const exit_msg& e) {
-  {
-    std::lock_guard<std::mutex> lock{mtx_};
-    fail("inlet '" + name_ + "': ended by a peer: " + reason_of(e.reason));
-  }
-  cv_.notify_all();
 }
 
 void inlet_core::fail(const std::string& why) {
   if (failure_.empty()) failure_ = why;
 }
 
-bool inlet_core::wait_ready(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until) {
+bool inlet_core::wait_ready(std::chrono::steady_clock::time_point until) {
   for (;;) {
+    drain();
     if (!failure_.empty()) throw channel_error(failure_);
     if (has_batch() || all_ended()) return true;
     const auto now = std::chrono::steady_clock::now();
@@ -147,215 +230,92 @@ bool inlet_core::wait_ready(std::unique_lock<std::mutex>& lock, std::chrono::ste
       continue;
     }
     if (now >= until) return false;
-    cv_.wait_until(lock, opened_ < expected_ ? std::min(until, open_deadline_) : until);
+    box_.wait(opened_ < expected_ ? std::min(until, open_deadline_) : until);
   }
 }
 
 void inlet_core::consumed(std::uint64_t sender, std::size_t n) {
-  actor to;
-  std::uint32_t dest = 0;
-  std::uint64_t acked = 0;
-  {
-    std::lock_guard<std::mutex> lock{mtx_};
-    queued_ -= std::min(queued_, n);
-    auto* rec = find_sender(sender);
-    if (rec == nullptr) return;
-    rec->granted += n;
-    to = rec->credit_to;
-    dest = rec->dest;
-    acked = rec->granted - cfg_.window;
-  }
-  sys_.send(to, chan_credit_atom{}, dest, static_cast<std::uint64_t>(n), acked);
+  queued_ -= std::min(queued_, n);
+  auto* rec = find_sender(sender);
+  if (rec == nullptr) return;
+  rec->granted += n;
+  sys_.send(rec->credit_to, chan_credit_atom{}, rec->dest, static_cast<std::uint64_t>(n), rec->granted - cfg_.window);
 }
 
 void inlet_core::close(std::chrono::milliseconds linger) {
-  {
-    // A sender's last grant could still be on its way; its process must not
-    // see this one's end first (it would call its data lost).
-    std::unique_lock<std::mutex> lock{mtx_};
-    const auto until = std::chrono::steady_clock::now() + linger;
-    cv_.wait_until(lock, until, [&] {
-      if (!failure_.empty()) return true;
-      for (auto& [id, rec] : senders_)
-        if (!rec.gone) return false;
-      return true;
-    });
+  // A sender's last grant could still be on its way; its process must not
+  // see this one's end first (it would call its data lost).
+  const auto until = std::chrono::steady_clock::now() + linger;
+  for (;;) {
+    drain();
+    if (!failure_.empty() || all_gone() || std::chrono::steady_clock::now() >= until) break;
+    box_.wait(until);
   }
-  if (actor_) sys_.send(actor_, chan_close_atom{});
+  box_.end(error{});
 }
 
 void inlet_core::abort(const error& why) {
-  {
-    std::lock_guard<std::mutex> lock{mtx_};
-    fail("inlet '" + name_ + "': aborted: " + why.to_string());
-  }
-  cv_.notify_all();
-  if (actor_) sys_.send_exit(actor_, why ? why : error{errc::runtime_error, "channel aborted"});
-}
-
-std::size_t inlet_core::peak_queued() const {
-  std::lock_guard<std::mutex> lock{mtx_};
-  return peak_;
-}
-
-void inlet_core::install_hooks(event_actor& self, const std::weak_ptr<inlet_core>& weak) {
-  self.set_down_handler([weak](down_msg& d) {
-    if (auto s = weak.lock()) s->on_down(d);
-  });
-  self.set_exit_handler([weak, &self](exit_msg& e) {
-    if (auto s = weak.lock()) s->on_exit(e);
-    self.quit(e.reason);
-  });
+  fail("inlet '" + name_ + "': aborted: " + why.to_string());
+  box_.end(why ? why : error{errc::runtime_error, "channel aborted"});
 }
 
 // ---------------------------------------------------------------- outlet
 
-struct outlet_core::shared {
-  std::mutex mtx;
-  std::condition_variable cv;
-  std::vector<std::int64_t> credit;
-  std::vector<std::uint64_t> acked;
-  std::vector<bool> granted, closed;
-  std::vector<actor> inlets;
-  std::vector<std::string> where;
-  std::string failure;
-};
-
 outlet_core::outlet_core(cluster& cl, std::string name, channel_config cfg)
-    : cl_{cl}, name_{std::move(name)}, cfg_{cfg}, sh_{std::make_shared<shared>()} {
+    : cl_{cl}, name_{std::move(name)}, cfg_{cfg} {
   register_channel_messages();
 }
 
 outlet_core::~outlet_core() {
-  if (!credit_actor_ || finished_) return;
   // Gone without its end of stream (a cancelled graph): the receivers fail.
-  cl_.system().send_exit(
-      credit_actor_, error{errc::runtime_error, "channel '" + name_ + "': a sender ended before its end of stream"});
+  if (box_ && !box_->ended())
+    box_->end(error{errc::runtime_error, "channel '" + name_ + "': a sender ended before its end of stream"});
 }
 
 void outlet_core::open(std::uint64_t id, const std::vector<std::size_t>& ranks, const std::vector<std::string>& names) {
   id_ = id;
-  dests_.resize(ranks.size());
-  {
-    std::lock_guard<std::mutex> lock{sh_->mtx};
-    sh_->credit.assign(ranks.size(), 0);
-    sh_->acked.assign(ranks.size(), 0);
-    sh_->granted.assign(ranks.size(), false);
-    sh_->closed.assign(ranks.size(), false);
-  }
+  dests_.assign(ranks.size(), dest{});
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     dests_[i].inlet = cl_.find(ranks[i], names[i]);
     dests_[i].where = "inlet '" + names[i] + "' at " + cl_.describe(ranks[i]);
   }
-  sh_->inlets.clear();
-  sh_->where.clear();
-  for (auto& d : dests_) {
-    sh_->inlets.push_back(d.inlet);
-    sh_->where.push_back(d.where);
+  box_ = std::make_unique<owned_mailbox>(cl_.system());
+  for (std::size_t i = 0; i < dests_.size(); ++i) {
+    dests_[i].inlet->add_monitor(box_->handle());
+    cl_.system().send(dests_[i].inlet, chan_open_atom{}, id_, static_cast<std::uint32_t>(i), box_->handle());
   }
-  auto sh = sh_;
-  credit_actor_ = cl_.system().spawn([sh](event_actor& self) {
-    for (auto& in : sh->inlets) self.monitor(in);
-    self.set_down_handler([sh](down_msg& d) {
-      {
-        std::lock_guard<std::mutex> lock{sh->mtx};
-        for (std::size_t i = 0; i < sh->inlets.size(); ++i) {
-          if (sh->inlets[i] != d.source) continue;
-          sh->closed[i] = true;
-          if (d.reason && sh->failure.empty())
-            sh->failure = "lost " + sh->where[i] + " after " + std::to_string(sh->acked[i]) +
-                          " acknowledged elements: " + d.reason.to_string();
-        }
-      }
-      sh->cv.notify_all();
-    });
-    return behavior{
-        [sh](chan_credit_atom, std::uint32_t dest, std::uint64_t n, std::uint64_t acked) {
-          {
-            std::lock_guard<std::mutex> lock{sh->mtx};
-            if (dest >= sh->credit.size()) return;
-            sh->credit[dest] += static_cast<std::int64_t>(n);
-            sh->acked[dest] = std::max(sh->acked[dest], acked);
-            sh->granted[dest] = true;
-          }
-          sh->cv.notify_all();
-        },
-        [&self](chan_close_atom) { self.quit(); },
-    };
-  });
-  for (std::size_t i = 0; i < dests_.size(); ++i)
-    cl_.system().send(dests_[i].inlet, chan_open_atom{}, id_, static_cast<std::uint32_t>(i), credit_actor_);
 }
 
-std::size_t outlet_core::unacknowledged(std::size_t i) const {
-  std::lock_guard<std::mutex> lock{sh_->mtx};
-  return static_cast<std::size_t>(dests_[i].sent - sh_->acked[i]);
+void outlet_core::receive() {
+  using troupe::detail::values_of;
+  box_->drain([this](troupe::detail::message_node& n) {
+    if (n.holds<chan_credit_atom, std::uint32_t, std::uint64_t, std::uint64_t>()) {
+      auto& [a, i, k, acked] = values_of<chan_credit_atom, std::uint32_t, std::uint64_t, std::uint64_t>(n);
+      if (i >= dests_.size()) return;
+      dests_[i].credit += static_cast<std::int64_t>(k);
+      dests_[i].acked = std::max(dests_[i].acked, acked);
+    } else if (n.holds<down_msg>()) {
+      const auto& d = std::get<0>(values_of<down_msg>(n));
+      for (auto& dst : dests_) {
+        if (dst.inlet != d.source) continue;
+        dst.closed = true;
+        if (d.reason && failure_.empty())
+          failure_ = "lost " + dst.where + " after " + std::to_string(dst.acked) +
+                     " acknowledged elements: " + d.reason.to_string();
+      }
+    } else if (n.holds<exit_msg>() && failure_.empty()) {
+      failure_ = "ended by a peer: " + std::get<0>(values_of<exit_msg>(n)).reason.to_string();
+    }
+  });
+  if (!failure_.empty()) fail_now();
 }
+
+void outlet_core::fail_now() const { throw channel_error("channel '" + name_ + "': " + failure_); }
 
 std::uint64_t outlet_core::acknowledged() const {
-  std::lock_guard<std::mutex> lock{sh_->mtx};
   std::uint64_t n = 0;
-  for (auto a : sh_->acked) n += a;
+  for (auto& d : dests_) n += d.acked;
   return n;
-}
-
-void outlet_core::check() const {
-  std::lock_guard<std::mutex> lock{sh_->mtx};
-  if (!sh_->failure.empty()) throw channel_error("channel '" + name_ + "': " + sh_->failure);
-}
-
-void outlet_core::take_credit(std::size_t i, std::size_t n) {
-  std::unique_lock<std::mutex> lock{sh_->mtx};
-  for (;;) {
-    if (!sh_->failure.empty()) throw channel_error("channel '" + name_ + "': " + sh_->failure);
-    if (sh_->closed[i])
-      throw channel_error("channel '" + name_ + "': " + dests_[i].where + " ended before the stream did");
-    if (sh_->credit[i] >= static_cast<std::int64_t>(n)) {
-      sh_->credit[i] -= static_cast<std::int64_t>(n);
-      return;
-    }
-    check_cancelled();
-    sh_->cv.wait_for(lock, std::chrono::milliseconds{50});
-  }
-}
-
-void outlet_core::finish_all() {
-  for (std::size_t i = 0; i < dests_.size(); ++i)
-    cl_.system().send(dests_[i].inlet, chan_end_atom{}, id_, dests_[i].sent);
-  std::unique_lock<std::mutex> lock{sh_->mtx};
-  // A receiver ends once every sender has ended; its last grant may reach us
-  // just after its end: give it a moment before calling the data lost.
-  std::optional<std::chrono::steady_clock::time_point> grace;
-  for (;;) {
-    if (!sh_->failure.empty()) throw channel_error("channel '" + name_ + "': " + sh_->failure);
-    bool all = true, closed_short = false;
-    for (std::size_t i = 0; i < dests_.size(); ++i) {
-      if (sh_->acked[i] < dests_[i].sent) {
-        all = false;
-        closed_short = closed_short || sh_->closed[i];
-      }
-    }
-    if (all) break;
-    if (closed_short) {
-      const auto now = std::chrono::steady_clock::now();
-      if (!grace) grace = now + std::chrono::seconds{1};
-      if (now >= *grace) {
-        std::string lost;
-        for (std::size_t i = 0; i < dests_.size(); ++i)
-          if (sh_->acked[i] < dests_[i].sent)
-            lost += (lost.empty() ? "" : "; ") + dests_[i].where + " acknowledged " + std::to_string(sh_->acked[i]) +
-                    " of " + std::to_string(dests_[i].sent);
-        throw channel_error("channel '" + name_ + "': receivers ended early: " + lost);
-      }
-      sh_->cv.wait_until(lock, std::min(*grace, std::chrono::steady_clock::now() + std::chrono::milliseconds{50}));
-    } else {
-      sh_->cv.wait_for(lock, std::chrono::milliseconds{50});
-    }
-    check_cancelled();
-  }
-  lock.unlock();
-  finished_ = true;
-  cl_.system().send(credit_actor_, chan_close_atom{});
 }
 
 void outlet_core::check_cancelled() const {
@@ -363,16 +323,61 @@ void outlet_core::check_cancelled() const {
     throw channel_error("channel '" + name_ + "': cancelled");
 }
 
+void outlet_core::take_credit(std::size_t i, std::size_t n) {
+  for (;;) {
+    receive();
+    if (dests_[i].closed)
+      throw channel_error("channel '" + name_ + "': " + dests_[i].where + " ended before the stream did");
+    if (dests_[i].credit >= static_cast<std::int64_t>(n)) {
+      dests_[i].credit -= static_cast<std::int64_t>(n);
+      return;
+    }
+    check_cancelled();
+    box_->wait(std::chrono::steady_clock::now() + std::chrono::milliseconds{50});
+  }
+}
+
+void outlet_core::finish_all() {
+  for (auto& d : dests_) cl_.system().send(d.inlet, chan_end_atom{}, id_, d.sent);
+  // A receiver ends once every sender has ended; its last grant may reach us
+  // just after its end: give it a moment before calling the data lost.
+  std::optional<std::chrono::steady_clock::time_point> grace;
+  for (;;) {
+    receive();
+    bool all = true, closed_short = false;
+    for (auto& d : dests_) {
+      if (d.acked < d.sent) {
+        all = false;
+        closed_short = closed_short || d.closed;
+      }
+    }
+    if (all) break;
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds{50};
+    if (closed_short) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!grace) grace = now + std::chrono::seconds{1};
+      if (now >= *grace) {
+        std::string lost;
+        for (auto& d : dests_)
+          if (d.acked < d.sent)
+            lost += (lost.empty() ? "" : "; ") + d.where + " acknowledged " + std::to_string(d.acked) + " of " +
+                    std::to_string(d.sent);
+        throw channel_error("channel '" + name_ + "': receivers ended early: " + lost);
+      }
+      until = std::min(until, *grace);
+    }
+    check_cancelled();
+    box_->wait(until);
+  }
+  box_->end(error{});  // everything acknowledged: the inlets see this sender gone
+}
+
 void outlet_core::abort(const error& why) {
   const error e = why ? why : error{errc::runtime_error, "channel '" + name_ + "' aborted"};
-  {
-    std::lock_guard<std::mutex> lock{sh_->mtx};
-    if (sh_->failure.empty()) sh_->failure = "aborted: " + e.to_string();
-  }
-  sh_->cv.notify_all();
+  if (failure_.empty()) failure_ = "aborted: " + e.to_string();
   for (auto& d : dests_)
     if (d.inlet) cl_.system().send_exit(d.inlet, e);
-  if (credit_actor_) cl_.system().send_exit(credit_actor_, e);
+  if (box_) box_->end(e);
 }
 
 }  // namespace detail

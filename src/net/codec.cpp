@@ -2,6 +2,7 @@
 // of the process reads the same ones).
 #include "troupe/net/codec.hpp"
 
+#include <atomic>
 #include <deque>
 #include <mutex>
 #include <shared_mutex>
@@ -16,6 +17,7 @@ struct registry {
   std::deque<message_type> types;  // stable addresses
   std::unordered_map<const void*, const message_type*> by_id;
   std::unordered_map<std::uint64_t, const message_type*> by_hash;
+  std::atomic<std::size_t> count{0};  ///< types.size(), readable without the lock
 };
 
 registry& reg() {
@@ -84,6 +86,7 @@ const message_type& register_message(message_type t) {
   auto& stored = r.types.emplace_back(std::move(t));
   r.by_id[stored.type_id] = &stored;
   r.by_hash[stored.hash] = &stored;
+  r.count.store(r.types.size(), std::memory_order_release);
   return stored;
 }
 
@@ -103,13 +106,16 @@ const message_type* find_message(std::uint64_t hash) noexcept {
   return it == r.by_hash.end() ? nullptr : it->second;
 }
 
-std::vector<std::uint64_t> registered_hashes() {
+std::size_t registered_count() noexcept {
   ensure_builtins();
+  return reg().count.load(std::memory_order_acquire);
+}
+
+std::vector<std::uint64_t> registered_hashes(std::size_t from, std::size_t to) {
   auto& r = reg();
   std::shared_lock lock{r.mtx};
   std::vector<std::uint64_t> out;
-  out.reserve(r.by_hash.size());
-  for (auto& [h, _] : r.by_hash) out.push_back(h);
+  for (std::size_t i = from; i < to && i < r.types.size(); ++i) out.push_back(r.types[i].hash);
   return out;
 }
 

@@ -53,6 +53,7 @@ enum class rec : std::uint8_t {
   down,          // u64 id, error
   release,       // u64 id, u64 count
   bye,           // the peer closes its node
+  types,         // u32 n, n x u64 type hashes: registered since the handshake
 };
 constexpr std::uint8_t flag_urgent = 1;
 enum : std::uint8_t { lookup_ok = 0, lookup_unknown = 1, lookup_mismatch = 2 };
@@ -122,6 +123,7 @@ struct connection {
   bool ready = false;  // handshake done
   std::unordered_set<std::uint64_t> peer_types;
   std::uint64_t last_known_hash = 0;  // the last type found in peer_types
+  std::size_t announced = 0;          // our types the peer was told of (registered_count() numbering)
   clock::time_point last_heard = clock::now();
   clock::time_point last_sent = clock::now();
   std::uint64_t seq_out = 0, seq_in = 0;
@@ -643,7 +645,10 @@ class node_core final : public handle_context,
   }
 
   // ------------------------------------------------------------ frames
-  std::size_t begin_record(connection& c) {
+  /// Opens a record in c's batch. Types registered since the peer was last
+  /// told go first (a record of their own): whatever this record makes the
+  /// peer send back, the peer knows our types as of now.
+  std::size_t begin_record(connection& c, bool announce = true) {
     if (c.out.empty()) {
       writer w{c.out, nullptr};
       w.raw(frame_magic);
@@ -654,17 +659,31 @@ class node_core final : public handle_context,
       w.raw(c.peer_inc);
       w.raw(c.seq_out++);
     }
+    if (announce && c.ready) announce_types(c);
     const std::size_t at = c.out.size();
     c.out.append(4, '\0');
     return at;
+  }
+  void announce_types(connection& c) {
+    const std::size_t n = registered_count();
+    if (n == c.announced) return;
+    const auto hashes = registered_hashes(c.announced, n);
+    c.announced = n;
+    const std::size_t at = c.out.size();
+    c.out.append(4, '\0');
+    writer w{c.out, nullptr};
+    w.raw(static_cast<std::uint8_t>(rec::types));
+    w.raw(static_cast<std::uint32_t>(hashes.size()));
+    for (auto h : hashes) w.raw(h);
+    end_record(c, at);
   }
   static void end_record(connection& c, std::size_t at) {
     auto len = static_cast<std::uint32_t>(c.out.size() - at - 4);
     std::memcpy(c.out.data() + at, &len, sizeof len);
   }
   template <class F>
-  void put_record(connection& c, F&& body) {
-    const std::size_t at = begin_record(c);
+  void put_record(connection& c, F&& body, bool announce = true) {
+    const std::size_t at = begin_record(c, announce);
     writer w{c.out, this};
     cur_ = &c;
     body(w);
@@ -855,6 +874,12 @@ class node_core final : public handle_context,
         st_.peers.store(conns_.size(), std::memory_order_relaxed);
         if (kind == rec::hello) send_handshake(c, rec::welcome);
         for (auto token : std::exchange(c.waiting_lookups, {})) send_lookup(c, token);
+        return;
+      }
+      case rec::types: {
+        auto n = r.count(8, "types");
+        for (std::size_t i = 0; i < n; ++i) c.peer_types.insert(r.raw<std::uint64_t>("types"));
+        r.expect_end("types");
         return;
       }
       case rec::lookup: {
@@ -1077,14 +1102,18 @@ class node_core final : public handle_context,
   }
 
   void send_handshake(connection& c, rec kind) {
-    put_record(c, [&](writer& w) {
-      w.raw(static_cast<std::uint8_t>(kind));
-      w.raw(static_cast<std::uint32_t>(wire_version));
-      codec<std::string>::write(w, cfg_.name);
-      auto hashes = registered_hashes();
-      w.raw(static_cast<std::uint32_t>(hashes.size()));
-      for (auto h : hashes) w.raw(h);
-    });
+    c.announced = registered_count();
+    put_record(
+        c,
+        [&](writer& w) {
+          w.raw(static_cast<std::uint8_t>(kind));
+          w.raw(static_cast<std::uint32_t>(wire_version));
+          codec<std::string>::write(w, cfg_.name);
+          auto hashes = registered_hashes(0, c.announced);
+          w.raw(static_cast<std::uint32_t>(hashes.size()));
+          for (auto h : hashes) w.raw(h);
+        },
+        false);  // the handshake is the first record: nothing before it
     flush(c);
   }
 

@@ -75,7 +75,10 @@ std::string placement::to_string() const {
   std::string s;
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     if (i > 0) s += ';';
-    for (std::size_t j = 0; j < stages_[i].size(); ++j) s += (j > 0 ? "," : "") + std::to_string(stages_[i][j]);
+    for (std::size_t j = 0; j < stages_[i].size(); ++j) {
+      if (j > 0) s += ',';
+      s += std::to_string(stages_[i][j]);
+    }
   }
   return s;
 }

@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,7 +68,7 @@ struct cluster_config {
 struct channel_config {
   std::size_t batch = 1024;                   ///< elements per message
   std::chrono::microseconds max_delay{1000};  ///< a partial batch waits at most this long
-  std::size_t window = 8192;                  ///< credit per sender and receiver, in elements (>= batch)
+  std::size_t window = 32768;                 ///< credit per sender and receiver, in elements (>= batch)
 };
 
 /// The processes of a split graph, as this process sees them: a node listening
@@ -134,27 +135,85 @@ void register_channel_type() {
   (void)once;
 }
 
-/// What a receiving inlet shares with the node that reads it (the type-free
-/// part): senders, credit, failure.
+class owned_cell;
+
+/// An actor that no worker runs: its owner (one thread) drains its mailbox
+/// itself, and a sender that finds the mailbox empty wakes the owner. The
+/// ends of a channel are such actors, so that batches and credit go from the
+/// node's I/O thread (or a local sender) straight to the thread that uses
+/// them, with no pool worker in between.
+class owned_mailbox {
+ public:
+  explicit owned_mailbox(actor_system& sys);
+  /// Ends the actor if it has not ended (with `error{}`: normally).
+  ~owned_mailbox();
+  owned_mailbox(const owned_mailbox&) = delete;
+  owned_mailbox& operator=(const owned_mailbox&) = delete;
+
+  const actor& handle() const noexcept { return handle_; }
+  /// Owner: calls f(message_node&) for every queued message.
+  template <class F>
+  void drain(F&& f) {
+    if (ended_) return;
+    for (;;) {
+      std::size_t taken = 0;
+      while (auto* n = take()) {
+        std::unique_ptr<troupe::detail::message_node, troupe::detail::message_deleter> guard{n};
+        ++taken;
+        f(*n);
+      }
+      if (taken == 0 || settle(taken) == 0) return;
+    }
+  }
+  /// Owner: waits until mail comes or `until`.
+  void wait(std::chrono::steady_clock::time_point until);
+  /// Owner: ends the actor (its monitors learn `why`); later mail is dead.
+  void end(const error& why);
+  bool ended() const noexcept { return ended_; }
+  /// The cell's wake-up (any thread).
+  void mail() noexcept;
+
+ private:
+  troupe::detail::message_node* take() noexcept;
+  std::size_t settle(std::size_t n) noexcept;
+
+  owned_cell* cell_;
+  actor handle_;
+  bool ended_ = false;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::atomic<bool> mail_{false}, waiting_{false};
+};
+
+/// A receiving inlet, the type-free part: an actor whose mailbox its reader
+/// (the one node that takes the inlet's elements) drains itself, on its own
+/// thread: batches, opens and end markers of the senders, down messages of
+/// their credit actors, exits. No worker runs it, so a batch goes from the
+/// node's I/O thread (or a local sender) straight to the reader. Every
+/// member is the reader's, but the wake-up flag.
 class inlet_core {
  public:
   inlet_core(actor_system& sys, std::string name, std::size_t senders, channel_config cfg,
              std::chrono::milliseconds open_timeout);
   virtual ~inlet_core();
+  inlet_core(const inlet_core&) = delete;
+  inlet_core& operator=(const inlet_core&) = delete;
 
-  /// The inlet actor (spawned by the typed inlet; published by the caller).
-  const actor& handle() const noexcept { return actor_; }
+  /// The inlet's actor handle (to publish).
+  const actor& handle() const noexcept { return box_.handle(); }
   const std::string& name() const noexcept { return name_; }
   /// Grants `n` consumed elements back to `sender`.
   void consumed(std::uint64_t sender, std::size_t n);
-  /// Ends the inlet's actor normally, after the end of the stream, once
-  /// every sender has ended its side (it has all its acknowledgements, so
-  /// this process may exit), or after `linger` at most.
+  /// Ends the inlet normally, after the end of the stream, once every sender
+  /// has ended its side (it has all its acknowledgements, so this process
+  /// may exit), or after `linger` at most.
   void close(std::chrono::milliseconds linger = std::chrono::seconds{10});
-  /// Ends the inlet's actor with `why`: its senders fail (graph failure).
+  /// Ends the inlet with `why`: its senders fail (graph failure).
   void abort(const error& why);
-  /// The largest number of elements queued at once (for tests and stats).
-  std::size_t peak_queued() const;
+  /// The most elements that had arrived and were not consumed yet, at once.
+  std::size_t peak_queued() const noexcept { return peak_; }
+  /// Every sender has ended and every batch was taken.
+  bool ended() const noexcept { return !has_batch() && all_ended(); }
 
  protected:
   struct sender_rec {
@@ -164,41 +223,43 @@ class inlet_core {
     bool ended = false;
     bool gone = false;  ///< its credit actor ended after its end marker: it has every grant
   };
-  // Under mtx_: queue state kept by the typed part.
-  void on_open(event_actor& self, std::uint64_t id, std::uint32_t dest, const actor& credit_to);
-  /// false: a batch from a sender that did not open, or that ended.
-  bool on_data(std::uint64_t id, std::size_t n);
-  void on_end(std::uint64_t id, std::uint64_t total);
-  void on_down(const down_msg& d);
-  void on_exit(const exit_msg& e);
-  /// The inlet actor's down and exit handlers.
-  static void install_hooks(event_actor& self, const std::weak_ptr<inlet_core>& weak);
-  /// Waits (up to `until`) for a batch, the end or a failure; throws the failure.
-  /// true: a batch is queued or every sender has ended.
-  bool wait_ready(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until);
-  bool all_ended() const noexcept { return ended_ == expected_ && opened_ == expected_; }
+  /// Takes what the mailbox holds, then waits (up to `until`) for a batch,
+  /// the end or a failure; throws the failure. true: a batch is queued or
+  /// every sender has ended.
+  bool wait_ready(std::chrono::steady_clock::time_point until);
+  /// A batch of the typed part's element type: queues it (false: another
+  /// message type).
+  virtual bool take_data(troupe::detail::message_node& n) = 0;
   virtual bool has_batch() const noexcept = 0;
+  /// Counts a batch of `n` from `id`; false (and a failure) when it may not be.
+  bool on_data(std::uint64_t id, std::size_t n);
   void fail(const std::string& why);
 
   actor_system& sys_;
   std::string name_;
   std::size_t expected_;
   channel_config cfg_;
+
+ private:
+  /// Handles every message in the mailbox.
+  void drain();
+  void handle(troupe::detail::message_node& n);
+  void on_open(std::uint64_t id, std::uint32_t dest, const actor& credit_to);
+  void on_end(std::uint64_t id, std::uint64_t total);
+  void on_down(const down_msg& d);
+  bool all_ended() const noexcept { return ended_ == expected_ && opened_ == expected_; }
+  bool all_gone() const noexcept;
+  sender_rec* find_sender(std::uint64_t id);
+
   std::chrono::steady_clock::time_point open_deadline_;
-  mutable std::mutex mtx_;
-  std::condition_variable cv_;
   std::vector<std::pair<std::uint64_t, sender_rec>> senders_;
   std::size_t opened_ = 0, ended_ = 0;
   std::size_t queued_ = 0, peak_ = 0;
   std::string failure_;
-  actor actor_;
-
- private:
-  sender_rec* find_sender(std::uint64_t id);
+  owned_mailbox box_;
 };
 
-/// The receiving end: an actor that queues the batches of its senders, and
-/// the reader (one node) that takes them.
+/// The receiving end of type T.
 template <class T>
 class inlet final : public inlet_core {
  public:
@@ -207,52 +268,26 @@ class inlet final : public inlet_core {
       : inlet_core{sys, std::move(name), senders, cfg, open_timeout} {
     register_channel_type<T>();
   }
-  /// Spawns the inlet actor (after construction: it holds a weak pointer).
   static std::shared_ptr<inlet> make(actor_system& sys, std::string name, std::size_t senders, channel_config cfg,
                                      std::chrono::milliseconds open_timeout) {
-    auto in = std::make_shared<inlet>(sys, std::move(name), senders, cfg, open_timeout);
-    std::weak_ptr<inlet> weak = in;
-    in->actor_ = sys.spawn([weak](event_actor& self) {
-      install_hooks(self, weak);
-      return behavior{
-          [weak, &self](chan_open_atom, std::uint64_t id, std::uint32_t dest, const actor& credit_to) {
-            if (auto s = weak.lock()) s->on_open(self, id, dest, credit_to);
-          },
-          [weak](chan_data_atom, std::uint64_t id, std::vector<T>& batch) {
-            if (auto s = weak.lock()) s->push(id, std::move(batch));
-          },
-          [weak](chan_end_atom, std::uint64_t id, std::uint64_t total) {
-            if (auto s = weak.lock()) s->on_end(id, total);
-          },
-          [&self](chan_close_atom) { self.quit(); },
-      };
-    });
-    return in;
+    return std::make_shared<inlet>(sys, std::move(name), senders, cfg, open_timeout);
   }
 
   /// The next batch: waits up to `until`. nullopt: none yet (check ended()).
   /// Throws channel_error when the channel failed.
   std::optional<std::pair<std::uint64_t, std::vector<T>>> next(std::chrono::steady_clock::time_point until) {
-    std::unique_lock<std::mutex> lock{mtx_};
-    if (!wait_ready(lock, until) || batches_.empty()) return std::nullopt;
+    if (!wait_ready(until) || batches_.empty()) return std::nullopt;
     auto b = std::move(batches_.front());
     batches_.pop_front();
     return b;
   }
-  /// Every sender has ended and every batch was taken.
-  bool ended() const {
-    std::lock_guard<std::mutex> lock{mtx_};
-    return batches_.empty() && all_ended();
-  }
 
  private:
-  void push(std::uint64_t id, std::vector<T>&& batch) {
-    {
-      std::lock_guard<std::mutex> lock{mtx_};
-      if (!on_data(id, batch.size())) return;
-      batches_.emplace_back(id, std::move(batch));
-    }
-    cv_.notify_one();
+  bool take_data(troupe::detail::message_node& n) override {
+    if (!n.holds<chan_data_atom, std::uint64_t, std::vector<T>>()) return false;
+    auto& [atom, id, batch] = troupe::detail::values_of<chan_data_atom, std::uint64_t, std::vector<T>>(n);
+    if (on_data(id, batch.size())) batches_.emplace_back(id, std::move(batch));
+    return true;
   }
   bool has_batch() const noexcept override { return !batches_.empty(); }
 
@@ -272,8 +307,10 @@ class outlet_core {
   /// opens it as sender `id`, and watches it.
   void open(std::uint64_t id, const std::vector<std::size_t>& ranks, const std::vector<std::string>& names);
   std::size_t size() const noexcept { return dests_.size(); }
-  /// Elements sent to dest i and not yet acknowledged (least_loaded).
-  std::size_t unacknowledged(std::size_t i) const;
+  /// Elements sent to dest i and not yet acknowledged, as last heard (least_loaded).
+  std::size_t unacknowledged(std::size_t i) const noexcept {
+    return static_cast<std::size_t>(dests_[i].sent - dests_[i].acked);
+  }
   /// Sends the end marker to every destination and waits until all that
   /// was sent is acknowledged. Throws channel_error.
   void finish_all();
@@ -287,8 +324,6 @@ class outlet_core {
  protected:
   /// Waits until dest i has credit for `n` elements, then takes it.
   void take_credit(std::size_t i, std::size_t n);
-  /// Throws the failure, if any (under no lock).
-  void check() const;
   std::uint64_t id() const noexcept { return id_; }
   const actor& inlet_of(std::size_t i) const noexcept { return dests_[i].inlet; }
   void count_sent(std::size_t i, std::size_t n) noexcept { dests_[i].sent += n; }
@@ -301,21 +336,24 @@ class outlet_core {
  private:
   struct dest {
     actor inlet;
-    std::string where;        ///< "inlet 'x' at rank 1 (tcp://...)"
-    std::uint64_t sent = 0;   ///< by the sending thread only
-    std::int64_t credit = 0;  ///< under mtx_
-    std::uint64_t acked = 0;  ///< under mtx_
-    bool granted = false;     ///< under mtx_: the first grant came
+    std::string where;  ///< "inlet 'x' at rank 1 (tcp://...)"
+    std::uint64_t sent = 0;
+    std::int64_t credit = 0;
+    std::uint64_t acked = 0;
+    bool closed = false;  ///< the inlet ended
   };
-  struct shared;
-  /// Throws if the watched flag is set (under no lock of ours).
+  /// Takes the grants and downs that came; throws the failure, if any.
+  void receive();
+  /// Throws if the watched flag is set.
   void check_cancelled() const;
+  [[noreturn]] void fail_now() const;
   std::uint64_t id_ = 0;
-  bool finished_ = false;  ///< finish_all completed: the credit actor ended normally
   const std::atomic<bool>* cancelled_ = nullptr;
   std::vector<dest> dests_;
-  std::shared_ptr<shared> sh_;
-  actor credit_actor_;
+  std::string failure_;
+  /// The sender's credit actor: grants and the inlets' down messages come
+  /// here; it ends normally once everything is acknowledged (finish_all).
+  std::unique_ptr<owned_mailbox> box_;
 };
 
 /// The sending end: batches per destination, routed by a farm policy.
@@ -392,9 +430,15 @@ class outlet final : public outlet_core, public troupe::detail::emit_target<T> {
     auto& b = batches_[i];
     take_credit(i, b.size());
     count_sent(i, b.size());
-    std::vector<T> fresh;
-    fresh.reserve(cfg_.batch);
-    cl_.system().send(inlet_of(i), chan_data_atom{}, id(), std::exchange(b, std::move(fresh)));
+    // The batch buffer stays with this thread (hot in its cache); the message
+    // gets a copy. Handing the buffer itself over costs more: its memory comes
+    // back (malloc) with its lines in the reading core's cache, and filling it
+    // again then misses on every line (measured: about half the sender's time).
+    std::vector<T> msg;
+    msg.reserve(b.size());
+    msg.insert(msg.end(), std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()));
+    b.clear();
+    cl_.system().send(inlet_of(i), chan_data_atom{}, id(), std::move(msg));
   }
 
   Policy policy_;

@@ -330,8 +330,11 @@ std::uint64_t name_hash(const std::string& name) noexcept;
 const message_type& register_message(message_type t);
 const message_type* find_message(const void* type_id) noexcept;
 const message_type* find_message(std::uint64_t hash) noexcept;
-/// Every registered hash (for the handshake).
-std::vector<std::uint64_t> registered_hashes();
+/// How many message types are registered (they are numbered in the order
+/// of registration; a node announces to each peer the ones it has not yet).
+std::size_t registered_count() noexcept;
+/// The hashes of the types numbered [from, to) (the handshake: [0, count)).
+std::vector<std::uint64_t> registered_hashes(std::size_t from, std::size_t to);
 
 template <class... Ts>
 std::string message_name() {

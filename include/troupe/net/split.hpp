@@ -23,6 +23,7 @@
 // description with the same placement and channel sizes.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <memory>
@@ -163,6 +164,7 @@ struct stage_plan {
   channel_config channel{};
   std::vector<std::shared_ptr<split_graph::replica_stats>> stats;  ///< per local replica
   std::shared_ptr<std::atomic<bool>> cancelled;                    ///< split_graph::cancel()
+  std::size_t latency_sample = 64;                                 ///< a sink measures one stamped element in this many
 };
 template <>
 struct stage_plan<void> : stage_plan<char> {};
@@ -251,7 +253,11 @@ class segment : public stream::node<void, void> {
         if (!b) return true;
       }
       for (auto& x : b->second) {
-        if constexpr (!emits && stream::stamped<In>) stats_->latency.record(stream::now() - x.stamp);
+        if constexpr (!emits && stream::stamped<In>)
+          if (++since_sample_ >= plan_->latency_sample) {
+            since_sample_ = 0;
+            stats_->latency.record(stream::now() - x.stamp);
+          }
         node_.consume(x);
       }
       stats_->in.fetch_add(b->second.size(), std::memory_order_relaxed);
@@ -277,6 +283,7 @@ class segment : public stream::node<void, void> {
   NextPolicy policy_;
   std::shared_ptr<plan_type> plan_;
   std::size_t local_ = 0, global_ = 0;
+  std::size_t since_sample_ = 0;
   std::shared_ptr<split_graph::replica_stats> stats_;
   std::unique_ptr<std::conditional_t<emits, outlet<Out, NextPolicy>, char>> out_;
 };
@@ -337,6 +344,7 @@ auto plan_stage(cluster& cl, const pipeline<Ss...>& /*p*/, const placement& wher
   plan->replicas = counts[I];
   plan->channel = o.channel;
   plan->cancelled = g.cancel_flag();
+  plan->latency_sample = std::max<std::size_t>(1, o.stream.latency_sample);
   for (std::size_t r = 0; r < counts[I]; ++r)
     if (where.rank_of(I, r) == cl.rank()) plan->local.push_back(r);
   if constexpr (I + 1 < sizeof...(Ss)) {
