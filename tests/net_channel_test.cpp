@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -372,4 +373,24 @@ TEST(net_split, a_missing_peer_is_reported_after_the_connect_timeout) {
   } catch (const net::net_error& e) {
     EXPECT_NE(std::string{e.what()}.find("rank 1"), std::string::npos) << e.what();
   }
+}
+
+namespace {
+struct late_atom {};
+}  // namespace
+
+TEST(net_types, a_type_registered_after_the_connection_crosses_it) {
+  duo d;
+  std::promise<int> got;
+  auto receiver = d.sys1.spawn(
+      [&got](troupe::event_actor&) { return troupe::behavior{[&got](late_atom, int x) { got.set_value(x); }}; });
+  d.node1.publish(receiver, "late");
+  auto proxy = d.node0.remote_actor(d.c1->self_address(), "late", 5s);  // the handshake happens here
+  net::add_type<late_atom>("test.late_atom");                           // after it, on both nodes
+  net::add_message<late_atom, int>();
+  d.sys0.send(proxy, late_atom{}, 42);
+  auto f = got.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready) << "the message was dropped as unsendable";
+  EXPECT_EQ(f.get(), 42);
+  EXPECT_EQ(d.node0.stats().unsendable, 0u);
 }

@@ -83,6 +83,7 @@ const message_type& register_message(message_type t) {
       throw std::logic_error("troupe::net: two different C++ types are both named '" + t.name + "'");
     return *it->second;
   }
+  t.index = r.types.size();
   auto& stored = r.types.emplace_back(std::move(t));
   r.by_id[stored.type_id] = &stored;
   r.by_hash[stored.hash] = &stored;

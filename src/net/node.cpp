@@ -124,6 +124,7 @@ struct connection {
   std::unordered_set<std::uint64_t> peer_types;
   std::uint64_t last_known_hash = 0;  // the last type found in peer_types
   std::size_t announced = 0;          // our types the peer was told of (registered_count() numbering)
+  std::size_t handshake_types = 0;    // our types when we sent our handshake
   clock::time_point last_heard = clock::now();
   clock::time_point last_sent = clock::now();
   std::uint64_t seq_out = 0, seq_in = 0;
@@ -590,7 +591,12 @@ class node_core final : public handle_context,
       fail_message(*n, error{errc::remote_unreachable, "troupe::net: " + c.describe() + " is not connected"});
       return true;
     }
-    if (t->hash != c.last_known_hash && c.peer_types.find(t->hash) == c.peer_types.end()) {
+    // A type the peer did not list fails here, at once, unless it was
+    // registered after this connection's handshake: the peer may have
+    // registered it too and not told us yet (its announcement comes with its
+    // next record); it is sent, and a peer without it counts it as unknown.
+    if (t->hash != c.last_known_hash && c.peer_types.find(t->hash) == c.peer_types.end() &&
+        t->index < c.handshake_types) {
       st_.unsendable.fetch_add(1, std::memory_order_relaxed);
       fail_message(*n, error{errc::runtime_error,
                              "troupe::net: " + c.describe() + " has no message type '" + t->name + "' registered"});
@@ -1103,6 +1109,7 @@ class node_core final : public handle_context,
 
   void send_handshake(connection& c, rec kind) {
     c.announced = registered_count();
+    c.handshake_types = c.announced;
     put_record(
         c,
         [&](writer& w) {

@@ -322,6 +322,7 @@ struct message_type {
   const void* type_id;
   void (*encode)(writer&, troupe::detail::message_node&);
   troupe::detail::message_node* (*decode)(reader&, actor sender, std::uint64_t id);
+  std::size_t index = 0;  ///< registration order (set by register_message)
 };
 
 std::uint64_t name_hash(const std::string& name) noexcept;
