@@ -15,6 +15,7 @@ metric, implementation), the last one wins.
 """
 
 import json
+import re
 import os
 import sys
 import textwrap
@@ -102,7 +103,9 @@ def save(fig, bench, objs, outdir, rows):
 
 
 def plot_bench(bench, objs, outdir):
-    metrics = first_seen(o["metric"] for o in objs)
+    # Time series (one metric per sample: rss_client_mib_s07, ...) stay in
+    # the JSON; the chart shows the figures.
+    metrics = [m for m in first_seen(o["metric"] for o in objs) if not re.search(r"_s\d+$", m)]
     variants = first_seen(o["variant"] for o in objs)
     ok = successful(objs)
 
