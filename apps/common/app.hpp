@@ -182,6 +182,22 @@ class progress_line {
   std::thread thread_;
 };
 
+/// Runs `body` (it starts the graph, waits for its end and returns its
+/// metrics) between the flags' run hooks, timed, and collects the figures.
+template <class Body>
+run_result timed_run(const std::string& app, const cli& c, std::size_t operators, std::uint64_t malformed, Body body) {
+  if (c.on_run_start) c.on_run_start();
+  const auto start = std::chrono::steady_clock::now();
+  const troupe::stream::graph_metrics m = body();
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (c.on_run_end) c.on_run_end();
+  std::vector<std::size_t> par;
+  for (std::size_t i = 0; i < operators; ++i) par.push_back(c.replicas(i));
+  auto r = collect(app, m, malformed, std::move(par), elapsed);
+  r.interrupted = stop_requested();
+  return r;
+}
+
 #if TROUPE_APPS_NET
 /// This process's part of a split run (split.hpp).
 template <class P>
@@ -193,16 +209,11 @@ run_result run_split(troupe::actor_system& sys, const std::string& app, const P&
     split_setup s = parse_split(c, app);
     troupe::net::node node{sys, s.node};
     troupe::net::cluster cl{sys, node, s.cluster};
-    if (c.on_run_start) c.on_run_start();
-    const auto start = std::chrono::steady_clock::now();
-    auto g = troupe::net::split(cl, pattern, s.where, {.name = app, .channel = {}, .stream = o});
-    g.wait();
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (c.on_run_end) c.on_run_end();
-    std::vector<std::size_t> par;
-    for (std::size_t i = 0; i < operators; ++i) par.push_back(c.replicas(i));
-    auto r = collect(app, g.metrics(), malformed, std::move(par), elapsed);
-    r.interrupted = stop_requested();
+    auto r = timed_run(app, c, operators, malformed, [&] {
+      auto g = troupe::net::split(cl, pattern, s.where, {.name = app, .channel = {}, .stream = o});
+      g.wait();
+      return g.metrics();
+    });
     r.part =
         "rank " + std::to_string(s.rank) + " of " + std::to_string(cl.size()) + ", placement " + s.where.to_string();
     return r;
@@ -227,21 +238,14 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
     throw usage_error("--peers: this build has no troupe::net (ZeroMQ), so the graph runs in one process only");
 #endif
   }
-  if (c.on_run_start) c.on_run_start();
-  const auto start = std::chrono::steady_clock::now();
-  auto g = troupe::spawn_pattern(sys, std::move(pattern), o);
-  {
+  return timed_run(app, c, operators, malformed, [&] {
+    auto g = troupe::spawn_pattern(sys, std::move(pattern), o);
     std::unique_ptr<progress_line> progress;
     if (c.progress) progress = std::make_unique<progress_line>(app, g);
     g.wait();
-  }
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (c.on_run_end) c.on_run_end();
-  std::vector<std::size_t> par;
-  for (std::size_t i = 0; i < operators; ++i) par.push_back(c.replicas(i));
-  auto r = collect(app, g.metrics(), malformed, std::move(par), elapsed);
-  r.interrupted = stop_requested();
-  return r;
+    progress.reset();
+    return g.metrics();
+  });
 }
 
 /// The largest --lines a generator accepts (the lines are built in memory).
