@@ -10,6 +10,7 @@
 #include "impls.hpp"
 
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,32 +34,17 @@ constexpr std::size_t max_samples = 3600;
 
 void serve(const bench::peer::reporter& report, bench::peer::clock::time_point deadline, std::int64_t slow_ns) {
   sc::rss_sampler sampler;
-  zmq::context_t ctx{1};
-  auto in = zs::make_socket(ctx, zmq::socket_type::pull);
-  auto ack = zs::make_socket(ctx, zmq::socket_type::push);
-  const int in_port = zs::bind_loopback(in);
-  const int ack_port = zs::bind_loopback(ack);
-  report.ports({in_port, ack_port});
   std::vector<tuple> buf(sc::batch + 1);  // one more: a message too long is seen as such
-  const std::size_t buf_bytes = buf.size() * sizeof(tuple);
-  bench::check(zs::recv_by(in, buf.data(), buf_bytes, deadline, "server hello") == 1, "no 1-byte hello first");
-  const std::int64_t ready = 0;
-  zs::send_by(ack, &ready, sizeof ready, deadline, "server hello");
+  zs::push_pull_server link{report, deadline};
   sc::tally t;
-  std::int64_t malformed = 0;
-  for (;;) {
-    const auto n = zs::recv_by(in, buf.data(), buf_bytes, deadline, "server");
-    if (n == 0) break;
-    if (n % sizeof(tuple) != 0 || n > sc::batch * sizeof(tuple)) {
-      ++malformed;
-      continue;
-    }
-    if (t.count == 0) sampler.start(clock::now());
-    for (std::size_t i = 0; i < n / sizeof(tuple); ++i) {
-      t.add(buf[i]);
-      sc::spin_for_ns(slow_ns);
-    }
-  }
+  const auto malformed =
+      zs::recv_batches(link.in, buf, deadline, "server", [&t, &sampler, slow_ns](std::span<const tuple> items) {
+        if (t.count == 0) sampler.start(clock::now());
+        for (const tuple& x : items) {
+          t.add(x);
+          sc::spin_for_ns(slow_ns);
+        }
+      });
   answer_head head{t.count, t.sum, t.out_of_order, 0, sc::rss_mib()};
   auto samples = sampler.stop();
   if (samples.size() > max_samples) samples.resize(max_samples);
@@ -66,7 +52,7 @@ void serve(const bench::peer::reporter& report, bench::peer::clock::time_point d
   std::vector<char> answer(sizeof head + samples.size() * sizeof(double));
   std::memcpy(answer.data(), &head, sizeof head);
   if (!samples.empty()) std::memcpy(answer.data() + sizeof head, samples.data(), samples.size() * sizeof(double));
-  zs::send_by(ack, answer.data(), answer.size(), deadline, "server answer");
+  zs::send_by(link.ack, answer.data(), answer.size(), deadline, "server answer");
   bench::check(malformed == 0, std::to_string(malformed) + " messages were not whole tuples");
 }
 
@@ -78,19 +64,9 @@ bench::sample bench::run_zmq(const params& p) {
   const auto deadline = peer::deadline_from_now(remote_slow_consumer::time_limit(seconds));
   peer::server_process server{[deadline, slow_ns](const peer::reporter& report) { serve(report, deadline, slow_ns); }};
   const auto ports = server.ports(deadline);
-  check(ports.size() == 2, "the server reported " + std::to_string(ports.size()) + " ports, expected 2");
 
   sc::rss_sampler sampler;
-  zmq::context_t ctx{1};
-  auto out = zs::make_socket(ctx, zmq::socket_type::push);
-  auto ack = zs::make_socket(ctx, zmq::socket_type::pull);
-  zs::connect_loopback(out, ports[0]);
-  zs::connect_loopback(ack, ports[1]);
-  const char hello = 'h';
-  zs::send_by(out, &hello, 1, deadline, "client hello");
-  std::int64_t ready = -1;
-  check(zs::recv_by(ack, &ready, sizeof ready, deadline, "client hello") == sizeof ready && ready == 0,
-        "wrong answer to the hello");
+  zs::push_pull_client link{ports, deadline};
 
   std::vector<tuple> batch(sc::batch);
   std::vector<char> answer(sizeof(answer_head) + max_samples * sizeof(double));
@@ -101,10 +77,10 @@ bench::sample bench::run_zmq(const params& p) {
   const auto end = t0 + std::chrono::seconds{seconds};
   while (clock::now() < end) {
     for (std::size_t n = 0; n < batch.size(); ++n, ++i) batch[n] = tuple{i % 1024, i, i};  // the source's tuples
-    zs::send_by(out, batch.data(), batch.size() * sizeof(tuple), deadline, "client");
+    zs::send_by(link.out, batch.data(), batch.size() * sizeof(tuple), deadline, "client");
   }
-  zs::send_by(out, nullptr, 0, deadline, "client end marker");
-  const auto got = zs::recv_by(ack, answer.data(), answer.size(), deadline, "client answer");
+  zs::send_by(link.out, nullptr, 0, deadline, "client end marker");
+  const auto got = zs::recv_by(link.ack, answer.data(), answer.size(), deadline, "client answer");
   sc::series client;
   client.at_end = sc::rss_mib();
   client.every_second = sampler.stop();
