@@ -394,3 +394,60 @@ TEST(net_types, a_type_registered_after_the_connection_crosses_it) {
   EXPECT_EQ(f.get(), 42);
   EXPECT_EQ(d.node0.stats().unsendable, 0u);
 }
+
+TEST(net_split, stages_of_one_replica_on_one_rank_run_fused_in_order) {
+  duo d;
+  auto out = std::make_shared<seen>();
+  collect sink;
+  sink.out = out;
+  numbers src;
+  src.n = 100'000;
+  src.every = 10'000;
+  // Source and first stage fused on rank 0, second stage and sink fused on rank 1.
+  const auto where = net::placement::parse("0;0;1;1");
+  auto p = troupe::pipeline{src, tag_replica{}, st::map([](tagged_value v) { return v; }), sink};
+  auto g0 = net::split(d[0], p, where);
+  auto g1 = net::split(d[1], p, where);
+  g0.wait();
+  g1.wait();
+  ASSERT_EQ(out->all.size(), 100'010u);  // the elements and 10 punctuations
+  std::uint64_t next = 0;
+  std::uint32_t markers = 0;
+  for (auto& v : out->all) {
+    if (v.marker != 0) {
+      EXPECT_EQ(v.marker, ++markers);
+      EXPECT_EQ(v.value, next);  // after the elements before it
+    } else {
+      ASSERT_EQ(v.value, next++);
+    }
+  }
+  // One thread per rank: the fused stages report under their own kinds.
+  auto m0 = g0.metrics(), m1 = g1.metrics();
+  ASSERT_EQ(m0.nodes.size(), 2u);
+  ASSERT_EQ(m1.nodes.size(), 2u);
+  EXPECT_EQ(m0.nodes[0].name, "source");
+  EXPECT_EQ(m1.nodes[1].name, "sink");
+  EXPECT_EQ(m1.nodes[1].items_in, 100'010u);
+}
+
+TEST(net_split, a_failing_fused_stage_ends_every_part_with_its_error) {
+  duo d;
+  numbers src;
+  src.n = 1'000'000'000;
+  auto bad = st::map([](tagged_value v) {
+    if (v.value == 3000) throw std::runtime_error("fused stage failed at 3000");
+    return v;
+  });
+  auto p = troupe::pipeline{src, tag_replica{}, bad, st::sink([](const tagged_value&) {})};
+  const auto where = net::placement::parse("0;0;1;1");
+  auto g0 = net::split(d[0], p, where);
+  auto g1 = net::split(d[1], p, where);
+  for (auto* g : {&g0, &g1}) {
+    try {
+      g->wait();
+      ADD_FAILURE() << "a part ended without an error";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string{e.what()}.find("fused stage failed at 3000"), std::string::npos) << e.what();
+    }
+  }
+}

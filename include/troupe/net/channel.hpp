@@ -356,21 +356,47 @@ class outlet_core {
   std::unique_ptr<owned_mailbox> box_;
 };
 
-/// The sending end: batches per destination, routed by a farm policy.
-template <class T, class Policy>
-class outlet final : public outlet_core, public troupe::detail::emit_target<T> {
+/// Where a split replica's node emits: a remote channel (outlet), or the
+/// next stage's node run in the same thread (split.hpp).
+template <class T>
+class split_out : public troupe::detail::emit_target<T> {
  public:
-  outlet(cluster& cl, std::string name, channel_config cfg, Policy policy)
-      : outlet_core{cl, std::move(name), cfg}, policy_{std::move(policy)} {
+  virtual ~split_out() = default;
+  /// Opens the way out as sender `id` (finds the inlets, starts the nodes).
+  virtual void open(std::uint64_t id) = 0;
+  /// The input ran dry: send what waits in partial batches.
+  virtual void idle() = 0;
+  /// The end of the stream: send the rest, end every receiver, wait for
+  /// the last acknowledgement.
+  virtual void finish() = 0;
+  /// Ends every receiver with `why`.
+  virtual void abort(const error& why) = 0;
+  /// Elements emitted into it (any thread).
+  virtual std::uint64_t emitted() const noexcept = 0;
+};
+
+/// The sending end: batches per destination (inlet `names[i]` at rank
+/// `ranks[i]`), routed by a farm policy.
+template <class T, class Policy>
+class outlet final : public outlet_core, public split_out<T> {
+ public:
+  outlet(cluster& cl, std::string name, channel_config cfg, Policy policy, std::vector<std::size_t> ranks,
+         std::vector<std::string> names)
+      : outlet_core{cl, std::move(name), cfg},
+        policy_{std::move(policy)},
+        ranks_{std::move(ranks)},
+        names_{std::move(names)} {
     register_channel_type<T>();
   }
 
-  void open(std::uint64_t id, const std::vector<std::size_t>& ranks, const std::vector<std::string>& names) {
-    outlet_core::open(id, ranks, names);
+  void open(std::uint64_t id) override {
+    outlet_core::open(id, ranks_, names_);
     batches_.resize(size());
     for (auto& b : batches_) b.reserve(cfg_.batch);
     oldest_ = 0;
   }
+  void idle() override { flush_all(); }
+  void abort(const error& why) override { outlet_core::abort(why); }
 
   void send_routed(T&& v) override {
     if constexpr (troupe::detail::broadcasting<Policy>) {
@@ -399,7 +425,7 @@ class outlet final : public outlet_core, public troupe::detail::emit_target<T> {
       emitted_.store(emitted_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   /// Elements the node emitted (any thread).
-  std::uint64_t emitted() const noexcept { return emitted_.load(std::memory_order_relaxed); }
+  std::uint64_t emitted() const noexcept override { return emitted_.load(std::memory_order_relaxed); }
   void watermark(std::uint64_t /*w*/) override {}  // do not cross (documented)
 
   /// Sends every partial batch (input ran dry, or a stop).
@@ -409,7 +435,7 @@ class outlet final : public outlet_core, public troupe::detail::emit_target<T> {
     oldest_ = 0;
   }
   /// Flushes, ends every destination, waits for the last acknowledgement.
-  void finish() {
+  void finish() override {
     flush_all();
     finish_all();
   }
@@ -442,6 +468,8 @@ class outlet final : public outlet_core, public troupe::detail::emit_target<T> {
   }
 
   Policy policy_;
+  std::vector<std::size_t> ranks_;
+  std::vector<std::string> names_;
   std::vector<std::vector<T>> batches_;
   std::uint64_t oldest_ = 0;  ///< when the time-limit check first saw unsent elements
   std::uint32_t since_check_ = 0;
@@ -485,10 +513,10 @@ class channel_out : public stream::node<T, void> {
       : stream::node<T, void>{o}, cl_{o.cl_}, name_{o.name_}, ranks_{o.ranks_}, policy_{o.policy_}, cfg_{o.cfg_} {}
 
   void on_start() {
-    out_ = std::make_unique<detail::outlet<T, Policy>>(*cl_, name_, cfg_, policy_);
     std::vector<std::string> names;
     for (std::size_t i = 0; i < ranks_.size(); ++i) names.push_back(name_ + "/" + std::to_string(i));
-    out_->open(detail::sender_id(cl_->rank(), this->replica_index()), ranks_, names);
+    out_ = std::make_unique<detail::outlet<T, Policy>>(*cl_, name_, cfg_, policy_, ranks_, names);
+    out_->open(detail::sender_id(cl_->rank(), this->replica_index()));
   }
   void consume(T& x) { out_->send_routed(std::move(x)); }
   void on_idle() { out_->flush_all(); }

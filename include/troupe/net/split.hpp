@@ -16,7 +16,9 @@
 // stage's farm policy over that stage's replicas wherever they run (by key:
 // one key reaches one replica across processes; broadcast: every replica;
 // send_all: every replica). A replica and its neighbours on the same rank
-// talk through the same channels, without serialisation.
+// talk through the same channels, without serialisation; a stage of one
+// replica that follows a stage of one replica on the same rank runs fused
+// into it (called directly, as in troupe::chain: no channel, no thread).
 // Rules: the stages are stream nodes (or chains) and unordered farms of
 // them, with explicit replica counts (the same on every process);
 // watermarks do not cross processes. Every rank must run the same
@@ -26,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -152,51 +155,142 @@ constexpr const char* kind_of() {
   else return "node";
 }
 
+template <class T>
+using non_void = std::conditional_t<std::is_void_v<T>, char, T>;
+
 /// What the replicas of one stage on this rank share.
-template <class In>
+template <class In, class Out>
 struct stage_plan {
   cluster* cl = nullptr;
   std::size_t stage = 0, replicas = 1;
-  std::vector<std::size_t> local;                  ///< global indices of the local replicas
-  std::vector<std::shared_ptr<inlet<In>>> inlets;  ///< per local replica (In not void)
-  std::vector<std::size_t> next_ranks;             ///< rank of each replica of the next stage
-  std::vector<std::string> next_names;             ///< inlet name of each
-  channel_config channel{};
+  std::vector<std::size_t> local;                            ///< global indices of the local replicas
+  std::vector<std::shared_ptr<inlet<non_void<In>>>> inlets;  ///< per local replica (In not void, not fused)
+  /// Makes a replica's way out (Out not void): an outlet to the next
+  /// stage's inlets, or the next stage itself when it is fused into this one.
+  std::function<std::unique_ptr<split_out<non_void<Out>>>()> make_out;
+  /// Runs inside the previous stage's replica: both have one replica, on
+  /// the same rank (no channel, no thread of its own).
+  bool fused = false;
   std::vector<std::shared_ptr<split_graph::replica_stats>> stats;  ///< per local replica
   std::shared_ptr<std::atomic<bool>> cancelled;                    ///< split_graph::cancel()
   std::size_t latency_sample = 64;                                 ///< a sink measures one stamped element in this many
 };
-template <>
-struct stage_plan<void> : stage_plan<char> {};
 
-/// One replica of a split stage: its inlet, its node and its outlet, on a
-/// thread of its own (a graph of one node<void, void>).
-template <class N, class NextPolicy>
+/// Counts a split replica's input and measures a sink's latency (sampled).
+template <class In, bool Sink>
+class replica_meter {
+ public:
+  void bind(std::shared_ptr<split_graph::replica_stats> s, std::size_t sample) {
+    stats_ = std::move(s);
+    sample_ = sample;
+  }
+  void seen(const In& x) {
+    if constexpr (Sink && stream::stamped<In>)
+      if (++since_ >= sample_) {
+        since_ = 0;
+        stats_->latency.record(stream::now() - x.stamp);
+      }
+  }
+  void count(std::uint64_t n) noexcept { stats_->in.fetch_add(n, std::memory_order_relaxed); }
+  split_graph::replica_stats& stats() noexcept { return *stats_; }
+
+ private:
+  std::shared_ptr<split_graph::replica_stats> stats_;
+  std::size_t sample_ = 64, since_ = 0;
+};
+
+/// A stage fused into the replica of the stage before it: its node, called
+/// directly with each element that one emits, and its own way out.
+template <class N>
+class fused_stage final : public split_out<typename N::in_type> {
+  using In = typename N::in_type;
+  using Out = typename N::out_type;
+  static constexpr bool emits = !std::is_void_v<Out>;
+
+ public:
+  fused_stage(N node, std::shared_ptr<stage_plan<In, Out>> plan) : node_{std::move(node)}, plan_{std::move(plan)} {}
+
+  void open(std::uint64_t /*id*/) override {
+    meter_.bind(plan_->stats.at(0), plan_->latency_sample);
+    troupe::detail::node_access::set_context(node_, stream::node_context{&plan_->cl->system(), 0, 1});
+    if constexpr (emits) {
+      out_ = plan_->make_out();
+      troupe::detail::node_access::set_target(static_cast<stream::emitter<Out>&>(node_), out_.get());
+      out_->open(sender_id(plan_->cl->rank(), 0));
+    }
+    node_.on_start();
+  }
+  void send_routed(In&& v) override {
+    meter_.seen(v);
+    node_.consume(v);
+    if ((++in_ & 1023) == 0) publish();
+  }
+  bool send_if(In& v, std::size_t /*limit*/) override {
+    send_routed(std::move(v));
+    return true;
+  }
+  void send_all(In&& v) override { send_routed(std::move(v)); }  // one replica: the element is its copy
+  void watermark(std::uint64_t /*w*/) override {}
+  void idle() override {
+    publish();
+    node_.on_idle();
+    if constexpr (emits) out_->idle();
+  }
+  void finish() override {
+    node_.on_stop();
+    if constexpr (emits) out_->finish();
+    publish();
+  }
+  void abort(const error& why) override {
+    if constexpr (emits)
+      if (out_) out_->abort(why);
+  }
+  std::uint64_t emitted() const noexcept override { return emitted_.load(std::memory_order_relaxed); }
+
+ private:
+  void publish() {
+    auto& st = meter_.stats();
+    st.in.store(in_, std::memory_order_relaxed);
+    if constexpr (emits) st.out.store(out_->emitted(), std::memory_order_relaxed);
+    emitted_.store(in_, std::memory_order_relaxed);
+  }
+
+  N node_;
+  std::shared_ptr<stage_plan<In, Out>> plan_;
+  replica_meter<In, !emits> meter_;
+  std::uint64_t in_ = 0;
+  std::atomic<std::uint64_t> emitted_{0};
+  std::unique_ptr<std::conditional_t<emits, split_out<non_void<Out>>, char>> out_;
+};
+
+/// One replica of a split stage: its inlet, its node (and the stages fused
+/// into it) and its way out, on a thread of its own (a graph of one
+/// node<void, void>).
+template <class N>
 class segment : public stream::node<void, void> {
   using In = typename N::in_type;
   using Out = typename N::out_type;
   static constexpr bool takes = !std::is_void_v<In>;
   static constexpr bool emits = !std::is_void_v<Out>;
-  using plan_type = stage_plan<std::conditional_t<takes, In, void>>;
+  using plan_type = stage_plan<In, Out>;
 
  public:
   static constexpr const char* kind = "split";
   static constexpr bool needs_own_thread = true;
 
-  segment(N node, NextPolicy policy, std::shared_ptr<plan_type> plan)
-      : node_{std::move(node)}, policy_{std::move(policy)}, plan_{std::move(plan)} {}
-  segment(const segment& o) : stream::node<void, void>{o}, node_{o.node_}, policy_{o.policy_}, plan_{o.plan_} {}
+  segment(N node, std::shared_ptr<plan_type> plan) : node_{std::move(node)}, plan_{std::move(plan)} {}
+  segment(const segment& o) : stream::node<void, void>{o}, node_{o.node_}, plan_{o.plan_} {}
 
   void on_start() {
     local_ = this->replica_index();
     global_ = plan_->local.at(local_);
     stats_ = plan_->stats.at(local_);
+    meter_.bind(stats_, plan_->latency_sample);
     troupe::detail::node_access::set_context(node_, stream::node_context{&this->system(), global_, plan_->replicas});
     if constexpr (emits) {
-      out_ = std::make_unique<outlet<Out, NextPolicy>>(*plan_->cl, channel_name(), plan_->channel, policy_);
-      out_->watch(plan_->cancelled.get());
+      out_ = plan_->make_out();
       troupe::detail::node_access::set_target(static_cast<stream::emitter<Out>&>(node_), out_.get());
-      guarded([&] { out_->open(sender_id(plan_->cl->rank(), global_), plan_->next_ranks, plan_->next_names); });
+      guarded([&] { out_->open(sender_id(plan_->cl->rank(), global_)); });
     }
     node_.on_start();
   }
@@ -206,10 +300,6 @@ class segment : public stream::node<void, void> {
   }
 
  private:
-  std::string channel_name() const {
-    return plan_->next_names.empty() ? std::string{"out"} : plan_->next_names.front();
-  }
-
   template <class F>
   auto guarded(F&& f) {
     try {
@@ -229,10 +319,11 @@ class segment : public stream::node<void, void> {
                           std::to_string(global_) + ": cancelled");
     if constexpr (!takes) {
       const bool going = node_.produce();
-      if constexpr (emits) stats_->out.store(out_->emitted(), std::memory_order_relaxed);
+      if constexpr (emits)
+        if ((++steps_ & 1023) == 0) stats_->out.store(out_->emitted(), std::memory_order_relaxed);
       auto& at = troupe::detail::node_access::resume_at(static_cast<stream::emitter<Out>&>(node_));
       if (at != 0) {
-        if constexpr (emits) out_->flush_all();
+        if constexpr (emits) out_->idle();
         const auto t = stream::now();
         if (at > t) std::this_thread::sleep_for(std::chrono::nanoseconds{at - t});
         at = 0;
@@ -248,19 +339,15 @@ class segment : public stream::node<void, void> {
           return false;
         }
         node_.on_idle();
-        if constexpr (emits) out_->flush_all();
+        if constexpr (emits) out_->idle();
         b = in.next(soon());
         if (!b) return true;
       }
       for (auto& x : b->second) {
-        if constexpr (!emits && stream::stamped<In>)
-          if (++since_sample_ >= plan_->latency_sample) {
-            since_sample_ = 0;
-            stats_->latency.record(stream::now() - x.stamp);
-          }
+        meter_.seen(x);
         node_.consume(x);
       }
-      stats_->in.fetch_add(b->second.size(), std::memory_order_relaxed);
+      meter_.count(b->second.size());
       if constexpr (emits) stats_->out.store(out_->emitted(), std::memory_order_relaxed);
       in.consumed(b->first, b->second.size());
       return true;
@@ -280,12 +367,12 @@ class segment : public stream::node<void, void> {
   }
 
   N node_;
-  NextPolicy policy_;
   std::shared_ptr<plan_type> plan_;
   std::size_t local_ = 0, global_ = 0;
-  std::size_t since_sample_ = 0;
+  std::uint64_t steps_ = 0;
   std::shared_ptr<split_graph::replica_stats> stats_;
-  std::unique_ptr<std::conditional_t<emits, outlet<Out, NextPolicy>, char>> out_;
+  replica_meter<non_void<In>, !emits> meter_;
+  std::unique_ptr<std::conditional_t<emits, split_out<non_void<Out>>, char>> out_;
 };
 
 template <class P>
@@ -330,29 +417,38 @@ std::vector<std::size_t> replica_counts(const pipeline<Ss...>& p, std::index_seq
   return n;
 }
 
-/// Builds the inlets of stage I's local replicas (before anything starts, so
-/// that local senders find them), then spawns them once all are published.
 template <std::size_t I, class... Ss>
-auto plan_stage(cluster& cl, const pipeline<Ss...>& /*p*/, const placement& where, const split_options& o,
-                const std::vector<std::size_t>& counts, split_graph& g) {
-  using S = std::tuple_element_t<I, std::tuple<Ss...>>;
-  using N = typename split_stage<S>::node_type;
+using node_of = typename split_stage<std::tuple_element_t<I, std::tuple<Ss...>>>::node_type;
+template <std::size_t I, class... Ss>
+using plan_of = stage_plan<typename node_of<I, Ss...>::in_type, typename node_of<I, Ss...>::out_type>;
+
+/// Which stages run inside the replica before them: both have one replica,
+/// on the same rank.
+inline std::vector<bool> fusions(const std::vector<std::size_t>& counts, const placement& where) {
+  std::vector<bool> f(counts.size(), false);
+  for (std::size_t i = 1; i < counts.size(); ++i)
+    f[i] = counts[i - 1] == 1 && counts[i] == 1 && where.rank_of(i - 1, 0) == where.rank_of(i, 0);
+  return f;
+}
+
+/// Stage I's plan on this rank, with the inlets of its local replicas
+/// (made and published before anything starts, so that local senders find
+/// them).
+template <std::size_t I, class... Ss>
+std::shared_ptr<plan_of<I, Ss...>> plan_stage(cluster& cl, const placement& where, const split_options& o,
+                                              const std::vector<std::size_t>& counts, const std::vector<bool>& fused,
+                                              split_graph& g) {
+  using N = node_of<I, Ss...>;
   using In = typename N::in_type;
-  auto plan = std::make_shared<stage_plan<std::conditional_t<std::is_void_v<In>, void, In>>>();
+  auto plan = std::make_shared<plan_of<I, Ss...>>();
   plan->cl = &cl;
   plan->stage = I;
   plan->replicas = counts[I];
-  plan->channel = o.channel;
+  plan->fused = fused[I];
   plan->cancelled = g.cancel_flag();
   plan->latency_sample = std::max<std::size_t>(1, o.stream.latency_sample);
   for (std::size_t r = 0; r < counts[I]; ++r)
     if (where.rank_of(I, r) == cl.rank()) plan->local.push_back(r);
-  if constexpr (I + 1 < sizeof...(Ss)) {
-    for (std::size_t r = 0; r < counts[I + 1]; ++r) {
-      plan->next_ranks.push_back(where.rank_of(I + 1, r));
-      plan->next_names.push_back(inlet_name(o.name, I + 1, r));
-    }
-  }
   for (auto r : plan->local) {
     auto st = std::make_shared<split_graph::replica_stats>();
     st->kind = kind_of<N>();
@@ -360,6 +456,7 @@ auto plan_stage(cluster& cl, const pipeline<Ss...>& /*p*/, const placement& wher
     g.track(st);
     plan->stats.push_back(std::move(st));
     if constexpr (!std::is_void_v<In>) {
+      if (plan->fused) continue;
       const auto name = inlet_name(o.name, I, r);
       auto in = inlet<In>::make(cl.system(), name, counts[I - 1], o.channel, cl.config().connect_timeout);
       cl.publish(in->handle(), name);
@@ -369,29 +466,55 @@ auto plan_stage(cluster& cl, const pipeline<Ss...>& /*p*/, const placement& wher
   return plan;
 }
 
+/// How stage I's replicas emit: into the next stage fused into them, or
+/// through an outlet to its inlets, routed by its policy.
+template <std::size_t I, class... Ss, class Plans>
+void wire_stage(cluster& cl, const pipeline<Ss...>& p, const placement& where, const split_options& o,
+                const std::vector<std::size_t>& counts, const Plans& plans) {
+  if constexpr (I + 1 < sizeof...(Ss)) {
+    using Next = std::tuple_element_t<I + 1, std::tuple<Ss...>>;
+    using Out = typename node_of<I, Ss...>::out_type;
+    auto& plan = *std::get<I>(plans);
+    const auto& next_plan = std::get<I + 1>(plans);
+    if (next_plan->fused) {
+      plan.make_out = [node = split_stage<Next>::node(p.template stage<I + 1>()), next_plan] {
+        return std::unique_ptr<split_out<Out>>{new fused_stage<node_of<I + 1, Ss...>>{node, next_plan}};
+      };
+    } else {
+      std::vector<std::size_t> ranks;
+      std::vector<std::string> names;
+      for (std::size_t r = 0; r < counts[I + 1]; ++r) {
+        ranks.push_back(where.rank_of(I + 1, r));
+        names.push_back(inlet_name(o.name, I + 1, r));
+      }
+      plan.make_out = [&cl, cfg = o.channel, policy = split_stage<Next>::route(p.template stage<I + 1>()), ranks, names,
+                       cancel = plan.cancelled] {
+        using outlet_type = outlet<Out, typename split_stage<Next>::policy>;
+        auto out = std::make_unique<outlet_type>(cl, names.front(), cfg, policy, ranks, names);
+        out->watch(cancel.get());
+        return std::unique_ptr<split_out<Out>>{std::move(out)};
+      };
+    }
+  }
+}
+
 template <std::size_t I, class... Ss, class Plan>
 void spawn_stage(cluster& cl, const pipeline<Ss...>& p, const split_options& o, const std::shared_ptr<Plan>& plan,
                  split_graph& g) {
-  if (plan->local.empty()) return;
+  if (plan->local.empty() || plan->fused) return;
   using S = std::tuple_element_t<I, std::tuple<Ss...>>;
-  using N = typename split_stage<S>::node_type;
-  const auto& stage = p.template stage<I>();
-  if constexpr (I + 1 < sizeof...(Ss)) {
-    using Next = std::tuple_element_t<I + 1, std::tuple<Ss...>>;
-    using Pol = typename split_stage<Next>::policy;
-    segment<N, Pol> seg{split_stage<S>::node(stage), split_stage<Next>::route(p.template stage<I + 1>()), plan};
-    g.add(spawn_pattern(cl.system(), farm{std::move(seg), plan->local.size()}, o.stream), plan);
-  } else {
-    segment<N, round_robin> seg{split_stage<S>::node(stage), round_robin{}, plan};
-    g.add(spawn_pattern(cl.system(), farm{std::move(seg), plan->local.size()}, o.stream), plan);
-  }
+  segment<node_of<I, Ss...>> seg{split_stage<S>::node(p.template stage<I>()), plan};
+  g.add(spawn_pattern(cl.system(), farm{std::move(seg), plan->local.size()}, o.stream), plan);
 }
 
 template <class... Ss, std::size_t... I>
 void split_all(cluster& cl, const pipeline<Ss...>& p, const placement& where, const split_options& o, split_graph& g,
                std::index_sequence<I...>) {
   const auto counts = replica_counts(p, std::index_sequence<I...>{});
-  auto plans = std::make_tuple(plan_stage<I>(cl, p, where, o, counts, g)...);
+  const auto fused = fusions(counts, where);
+  std::tuple<std::shared_ptr<plan_of<I, Ss...>>...> plans;  // made in stage order (the metrics' order)
+  ((std::get<I>(plans) = plan_stage<I, Ss...>(cl, where, o, counts, fused, g)), ...);
+  (wire_stage<I>(cl, p, where, o, counts, plans), ...);
   (spawn_stage<I>(cl, p, o, std::get<I>(plans), g), ...);
 }
 
