@@ -10,7 +10,7 @@ std::vector<app_flag> split_flags() {
       {"peers", "", "EP,EP,...",
        "run split across processes: where each rank listens, in rank order (tcp://HOST:PORT,...)"},
       {"rank", "", "R",
-       "this process's rank (default: OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID from the environment)"},
+       "this process's rank; without it, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID from the environment"},
       {"placement", "0", "P",
        "which rank runs each replica of each operator: operators separated by ';', replica ranks by ',' "
        "(\"0;0;1;1\")"},
