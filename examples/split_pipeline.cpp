@@ -52,7 +52,7 @@ auto graph(std::map<std::uint32_t, std::uint64_t>& last, std::mutex& m) {
 }
 // [/split_1]
 
-int run_rank(std::size_t rank, std::vector<net::remote_address> peers, std::promise<std::string>* bound,
+int run_rank(std::size_t rank, const std::vector<net::remote_address>& peers, std::promise<std::string>* bound,
              std::future<std::string>* other) {
   // [split_2]
   net::add_type<reading>("example.reading");  // elements cross by name, on every rank

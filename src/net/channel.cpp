@@ -358,10 +358,12 @@ void outlet_core::finish_all() {
       if (!grace) grace = now + std::chrono::seconds{1};
       if (now >= *grace) {
         std::string lost;
-        for (auto& d : dests_)
-          if (d.acked < d.sent)
-            lost += (lost.empty() ? "" : "; ") + d.where + " acknowledged " + std::to_string(d.acked) + " of " +
-                    std::to_string(d.sent);
+        for (auto& d : dests_) {
+          if (d.acked >= d.sent) continue;
+          if (!lost.empty()) lost += "; ";
+          lost += d.where;
+          lost += " acknowledged " + std::to_string(d.acked) + " of " + std::to_string(d.sent);
+        }
         throw channel_error("channel '" + name_ + "': receivers ended early: " + lost);
       }
       until = std::min(until, *grace);
@@ -440,9 +442,13 @@ actor cluster::find(std::size_t r, const std::string& name) {
   std::string last;
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline)
-      throw net_error("troupe::net: no inlet '" + name + "' at " + describe(r) + " within " +
-                      std::to_string(cfg_.connect_timeout.count()) + " ms (" + last + ")");
+    if (now >= deadline) {
+      std::string what = "troupe::net: no inlet '" + name + "' at " + describe(r);
+      what += " within " + std::to_string(cfg_.connect_timeout.count()) + " ms (";
+      what += last;
+      what += ')';
+      throw net_error(what);
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
     try {
       return node_->remote_actor(cfg_.peers[r], name, std::min(left, std::chrono::milliseconds{2000}));

@@ -35,9 +35,14 @@ placement placement::parse(const std::string& text) {
       const std::string r = trim(raw);
       std::size_t v = 0;
       const auto [end, ec] = std::from_chars(r.data(), r.data() + r.size(), v);
-      if (r.empty() || ec != std::errc{} || end != r.data() + r.size() || v > 65535)
-        throw std::invalid_argument("troupe::net::placement '" + text + "': stage " + std::to_string(s) + ": '" + r +
-                                    "' is not a rank (a whole number from 0 to 65535)");
+      if (r.empty() || ec != std::errc{} || end != r.data() + r.size() || v > 65535) {
+        std::string what = "troupe::net::placement '";
+        what += text;
+        what += "': stage " + std::to_string(s) + ": '";
+        what += r;
+        what += "' is not a rank (a whole number from 0 to 65535)";
+        throw std::invalid_argument(what);
+      }
       ranks.push_back(v);
     }
     p.stages_.push_back(std::move(ranks));

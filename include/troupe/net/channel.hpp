@@ -511,10 +511,11 @@ class channel_out : public stream::node<T, void> {
   }
   channel_out(const channel_out& o)
       : stream::node<T, void>{o}, cl_{o.cl_}, name_{o.name_}, ranks_{o.ranks_}, policy_{o.policy_}, cfg_{o.cfg_} {}
+  channel_out(channel_out&&) noexcept = default;
 
   void on_start() {
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < ranks_.size(); ++i) names.push_back(name_ + "/" + std::to_string(i));
+    std::vector<std::string> names(ranks_.size());
+    for (std::size_t i = 0; i < names.size(); ++i) names[i] = name_ + "/" + std::to_string(i);
     out_ = std::make_unique<detail::outlet<T, Policy>>(*cl_, name_, cfg_, policy_, ranks_, names);
     out_->open(detail::sender_id(cl_->rank(), this->replica_index()));
   }
@@ -548,6 +549,7 @@ class channel_in : public stream::node<void, T> {
   }
   channel_in(const channel_in& o)
       : stream::node<void, T>{o}, cl_{o.cl_}, name_{o.name_}, senders_{o.senders_}, cfg_{o.cfg_} {}
+  channel_in(channel_in&&) noexcept = default;
 
   void on_start() {
     const std::string full = name_ + "/" + std::to_string(this->replica_index());

@@ -135,7 +135,8 @@ struct split_stage<N> {
   static constexpr bool ok = true;
   using node_type = N;
   using policy = round_robin;
-  static const N& node(const N& s) { return s; }
+  // The stage lives in the pipeline the caller holds.
+  static const N& node(const N& s) { return s; }  // NOLINT(bugprone-return-const-ref-from-parameter)
   static std::size_t replicas(const N&) { return 1; }
   static policy route(const N&) { return {}; }
 };
@@ -280,6 +281,7 @@ class segment : public stream::node<void, void> {
 
   segment(N node, std::shared_ptr<plan_type> plan) : node_{std::move(node)}, plan_{std::move(plan)} {}
   segment(const segment& o) : stream::node<void, void>{o}, node_{o.node_}, plan_{o.plan_} {}
+  segment(segment&&) noexcept = default;
 
   void on_start() {
     local_ = this->replica_index();
@@ -539,7 +541,7 @@ inline constexpr bool splittable = detail::split_rules<P>::ok;
 /// the cluster, a farm without a replica count) and net_error when a peer
 /// cannot be found within the cluster's connect_timeout.
 template <class... Ss>
-split_graph split(cluster& cl, const pipeline<Ss...>& p, const placement& where, split_options o = {}) {
+split_graph split(cluster& cl, const pipeline<Ss...>& p, const placement& where, const split_options& o = {}) {
   static_assert(sizeof(detail::split_check<pipeline<Ss...>>) > 0);
   if constexpr (!detail::split_rules<pipeline<Ss...>>::ok) {
     return {};
