@@ -480,25 +480,35 @@ class apps_split : public apps_cli_binary {
     one.insert(one.end(), {"--passes", "1", "--output", path("one.txt")});
     auto single = run(app, one);
     ASSERT_EQ(single.code, 0) << single.err;
-    const auto ports = free_ports(2);
-    const std::string peers =
-        "tcp://127.0.0.1:" + std::to_string(ports[0]) + ",tcp://127.0.0.1:" + std::to_string(ports[1]);
-    std::vector<std::unique_ptr<child>> ranks;
-    for (int r = 0; r < 2; ++r) {
-      std::vector<std::string> args = flags;
-      args.insert(args.end(), {"--passes", "1", "--peers", peers, "--placement", placement, "--output",
-                               path("rank" + std::to_string(r) + ".txt")});
-      if (!rank_from_env) args.insert(args.end(), {"--rank", std::to_string(r)});
-      args.insert(args.end(), security.begin(), security.end());
-      fs::create_directories(dir_ / ("r" + std::to_string(r)));
-      if (rank_from_env) ::setenv("SLURM_PROCID", std::to_string(r).c_str(), 1);
-      ranks.push_back(std::make_unique<child>(app, args, dir_ / ("r" + std::to_string(r))));
-      ::unsetenv("SLURM_PROCID");
-    }
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_TRUE(ranks[r]->wait()) << "rank " << r;
-      EXPECT_EQ(ranks[r]->exit_code(), 0) << "rank " << r << ": " << ranks[r]->err();
-      EXPECT_NE(ranks[r]->out().find("rank " + std::to_string(r) + " of 2"), std::string::npos) << ranks[r]->out();
+    // A port picked free may be taken by another process before a rank binds
+    // it: that run (only) is retried with other ports.
+    for (int attempt = 0;; ++attempt) {
+      const auto ports = free_ports(2);
+      const std::string peers =
+          "tcp://127.0.0.1:" + std::to_string(ports[0]) + ",tcp://127.0.0.1:" + std::to_string(ports[1]);
+      std::vector<std::unique_ptr<child>> ranks;
+      for (int r = 0; r < 2; ++r) {
+        std::vector<std::string> args = flags;
+        args.insert(args.end(), {"--passes", "1", "--peers", peers, "--placement", placement, "--output",
+                                 path("rank" + std::to_string(r) + ".txt")});
+        if (!rank_from_env) args.insert(args.end(), {"--rank", std::to_string(r)});
+        args.insert(args.end(), security.begin(), security.end());
+        fs::create_directories(dir_ / ("r" + std::to_string(r)));
+        if (rank_from_env) ::setenv("SLURM_PROCID", std::to_string(r).c_str(), 1);
+        ranks.push_back(std::make_unique<child>(app, args, dir_ / ("r" + std::to_string(r))));
+        ::unsetenv("SLURM_PROCID");
+      }
+      bool port_taken = false;
+      for (int r = 0; r < 2; ++r) {
+        ASSERT_TRUE(ranks[r]->wait()) << "rank " << r;
+        port_taken = port_taken || ranks[r]->err().find("cannot listen at") != std::string::npos;
+      }
+      if (port_taken && attempt < 2) continue;
+      for (int r = 0; r < 2; ++r) {
+        EXPECT_EQ(ranks[r]->exit_code(), 0) << "rank " << r << ": " << ranks[r]->err();
+        EXPECT_NE(ranks[r]->out().find("rank " + std::to_string(r) + " of 2"), std::string::npos) << ranks[r]->out();
+      }
+      break;
     }
     // What reached the sinks, and (wc) the final counts: the one-process
     // run's, split between the ranks' output files as the placement put

@@ -30,12 +30,14 @@ std::string sender_name(std::uint64_t id) {
 std::string reason_of(const error& e) { return e ? e.to_string() : std::string{"ended normally"}; }
 }  // namespace
 
-// ----------------------------------------------------------------- inlet
+// --------------------------------------------------------- owned mailbox
 
 /// The actor of an owned_mailbox: a mailbox that no worker runs.
 class owned_cell final : public actor_cell {
  public:
-  owned_cell(actor_system& sys, owned_mailbox* box) : actor_cell{sys}, box_{box} { drop_spawn_token(); }
+  owned_cell(actor_system& sys, std::shared_ptr<owned_mailbox::signal> s) : actor_cell{sys}, signal_{std::move(s)} {
+    drop_spawn_token();
+  }
   troupe::detail::resume_result resume(std::size_t) override { return troupe::detail::resume_result::done; }
   troupe::detail::message_node* take() noexcept { return pop(); }
   std::size_t settle_taken(std::size_t n) noexcept {
@@ -43,23 +45,20 @@ class owned_cell final : public actor_cell {
     return settle(n, freed);
   }
   void end(const error& why) noexcept { terminate(why, 0); }
-  /// The owner is gone: wake-ups go nowhere (handles may keep the cell).
-  void detach() noexcept { box_.store(nullptr, std::memory_order_release); }
 
  protected:
-  void wake() noexcept override {
-    if (auto* b = box_.load(std::memory_order_acquire)) b->mail();
-  }
+  // A sender's message keeps the cell (and so the signal) alive meanwhile.
+  void wake() noexcept override { signal_->notify(); }
 
  private:
-  std::atomic<owned_mailbox*> box_;
+  std::shared_ptr<owned_mailbox::signal> signal_;
 };
 
-owned_mailbox::owned_mailbox(actor_system& sys) : cell_{new owned_cell{sys, this}}, handle_{cell_, false} {}
+owned_mailbox::owned_mailbox(actor_system& sys)
+    : signal_{std::make_shared<signal>()}, cell_{new owned_cell{sys, signal_}}, handle_{cell_, false} {}
 
 owned_mailbox::~owned_mailbox() {
   if (!ended_) end(error{});
-  cell_->detach();
 }
 
 troupe::detail::message_node* owned_mailbox::take() noexcept { return cell_->take(); }
@@ -72,33 +71,34 @@ void owned_mailbox::end(const error& why) {
   cell_->end(why);
 }
 
-void owned_mailbox::mail() noexcept {
-  mail_.store(true);
-  if (waiting_.load()) {
+void owned_mailbox::signal::notify() noexcept {
+  mail.store(true);
+  if (waiting.load()) {
     {
-      std::lock_guard<std::mutex> lock{mtx_};
-    }  // the owner is in wait_until or sees mail_
-    cv_.notify_one();
+      std::lock_guard<std::mutex> lock{mtx};
+    }  // the owner is in wait_until, or sees `mail`
+    cv.notify_one();
   }
 }
 
 void owned_mailbox::wait(std::chrono::steady_clock::time_point until) {
+  auto& s = *signal_;
   // Mail usually follows soon while a stream flows: poll for a few tens of
   // microseconds (yielding the core) before sleeping, so that neither side
   // pays for a futex wake-up per batch.
   const auto spin_until = std::min(until, std::chrono::steady_clock::now() + std::chrono::microseconds{30});
   for (unsigned i = 0;; ++i) {
-    if (mail_.exchange(false)) return;
+    if (s.mail.exchange(false)) return;
     if ((i & 7) == 7 && std::chrono::steady_clock::now() >= spin_until) break;
     std::this_thread::yield();
   }
-  waiting_.store(true);
-  if (!mail_.exchange(false)) {
-    std::unique_lock<std::mutex> lock{mtx_};
-    cv_.wait_until(lock, until, [this] { return mail_.load(); });
-    mail_.store(false);
+  s.waiting.store(true);
+  if (!s.mail.exchange(false)) {
+    std::unique_lock<std::mutex> lock{s.mtx};
+    s.cv.wait_until(lock, until, [&s] { return s.mail.load(); });
+    s.mail.store(false);
   }
-  waiting_.store(false);
+  s.waiting.store(false);
 }
 
 // ----------------------------------------------------------------- inlet

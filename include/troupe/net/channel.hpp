@@ -170,19 +170,23 @@ class owned_mailbox {
   /// Owner: ends the actor (its monitors learn `why`); later mail is dead.
   void end(const error& why);
   bool ended() const noexcept { return ended_; }
-  /// The cell's wake-up (any thread).
-  void mail() noexcept;
+  /// The wake-up the cell and its owner share: the cell keeps it alive as
+  /// long as a sender may still be waking it, whatever the owner does.
+  struct signal {
+    std::mutex mtx;
+    std::condition_variable cv;
+    std::atomic<bool> mail{false}, waiting{false};
+    void notify() noexcept;
+  };
 
  private:
   troupe::detail::message_node* take() noexcept;
   std::size_t settle(std::size_t n) noexcept;
 
+  std::shared_ptr<signal> signal_;
   owned_cell* cell_;
   actor handle_;
   bool ended_ = false;
-  std::mutex mtx_;
-  std::condition_variable cv_;
-  std::atomic<bool> mail_{false}, waiting_{false};
 };
 
 /// A receiving inlet, the type-free part: an actor whose mailbox its reader
