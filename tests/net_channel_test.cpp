@@ -110,6 +110,22 @@ void run_both(duo& d, const P& p, const net::placement& where, net::split_option
   g1.wait();
 }
 
+/// Runs `p` on both ranks and expects each part to end with an error that
+/// says `what` (a failure reaches every part), not to hang.
+template <class P>
+void expect_both_fail(duo& d, const P& p, const net::placement& where, const std::string& what) {
+  auto g0 = net::split(d[0], p, where);
+  auto g1 = net::split(d[1], p, where);
+  for (auto* g : {&g0, &g1}) {
+    try {
+      g->wait();
+      ADD_FAILURE() << "a part ended without an error";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string{e.what()}.find(what), std::string::npos) << e.what();
+    }
+  }
+}
+
 std::uint64_t elements(const std::vector<tagged_value>& v) {
   std::uint64_t n = 0;
   for (auto& x : v) n += x.marker == 0;
@@ -335,16 +351,7 @@ TEST(net_split, a_failing_replica_ends_every_part_with_its_error) {
   });
   auto p = troupe::pipeline{src, troupe::farm{bad, 2}, st::sink([](const tagged_value&) {})};
   const auto where = net::placement::parse("0;1;0");
-  auto g0 = net::split(d[0], p, where);
-  auto g1 = net::split(d[1], p, where);
-  for (auto* g : {&g0, &g1}) {
-    try {
-      g->wait();
-      ADD_FAILURE() << "a part ended without an error";
-    } catch (const std::exception& e) {
-      EXPECT_NE(std::string{e.what()}.find("bad element 5000"), std::string::npos) << e.what();
-    }
-  }
+  expect_both_fail(d, p, where, "bad element 5000");
 }
 
 TEST(net_split, a_placement_that_does_not_fit_is_refused) {
@@ -440,14 +447,5 @@ TEST(net_split, a_failing_fused_stage_ends_every_part_with_its_error) {
   });
   auto p = troupe::pipeline{src, tag_replica{}, bad, st::sink([](const tagged_value&) {})};
   const auto where = net::placement::parse("0;0;1;1");
-  auto g0 = net::split(d[0], p, where);
-  auto g1 = net::split(d[1], p, where);
-  for (auto* g : {&g0, &g1}) {
-    try {
-      g->wait();
-      ADD_FAILURE() << "a part ended without an error";
-    } catch (const std::exception& e) {
-      EXPECT_NE(std::string{e.what()}.find("fused stage failed at 3000"), std::string::npos) << e.what();
-    }
-  }
+  expect_both_fail(d, p, where, "fused stage failed at 3000");
 }
