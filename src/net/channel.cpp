@@ -149,7 +149,7 @@ void inlet_core::handle(troupe::detail::message_node& n) {
     fail("inlet '" + name_ + "': ended by a peer: " + reason_of(std::get<0>(values_of<exit_msg>(n)).reason));
   } else if (n.holds<troupe::detail::kill_msg>()) {
     fail("inlet '" + name_ + "': killed: " + reason_of(std::get<0>(values_of<troupe::detail::kill_msg>(n)).reason));
-  } else if (!n.holds<chan_close_atom>()) {
+  } else {
     troupe::detail::count_dead_letter(sys_);
   }
 }

@@ -119,8 +119,6 @@ struct chan_open_atom {};
 struct chan_data_atom {};
 struct chan_end_atom {};
 struct chan_credit_atom {};
-/// Ends an inlet or a credit actor normally (local only: never crosses).
-struct chan_close_atom {};
 
 /// The messages every channel uses (idempotent).
 void register_channel_messages();
