@@ -354,7 +354,10 @@ TEST_F(opencl_kernel, replies_keep_the_order_of_requests) {
   for (int i = 0; i < n; ++i) self->send(scale, std::vector<float>(8, 1.0f), static_cast<float>(i));
   for (int i = 0; i < n; ++i) {
     float got = -1;
-    ASSERT_TRUE(self->receive_for(30s, [&](std::vector<float>& x) { got = x[0]; }));
+    std::string failed;
+    ASSERT_TRUE(
+        self->receive_for(30s, [&](std::vector<float>& x) { got = x[0]; }, [&](error& e) { failed = e.to_string(); }));
+    ASSERT_EQ(failed, "") << "reply " << i;
     ASSERT_EQ(got, static_cast<float>(i));
   }
 }

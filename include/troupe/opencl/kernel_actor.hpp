@@ -400,7 +400,8 @@ class kernel_actor final : public kernel_actor_base {
  private:
   struct command {
     std::uint64_t id = 0;
-    cl::Event last;  // its last command on the queue
+    bool done = false;  // its completion has arrived
+    int status = 0;     // CL_COMPLETE or the failure, once done
     response_promise promise;
     std::tuple<slot<Tags>...> slots;
   };
@@ -462,7 +463,6 @@ class kernel_actor final : public kernel_actor_base {
       const auto id = ++next_id_;
       watch(done, id);
       cmd->id = id;
-      cmd->last = done;
       cmd->promise = std::move(rp);
       commands_.push_back(std::move(cmd));
     } catch (const cl::Error& e) {
@@ -558,25 +558,27 @@ class kernel_actor final : public kernel_actor_base {
     }
   }
 
-  // Completion callbacks may run in any order (from several of the
-  // runtime's threads), but the queue is in order: when request `id` is
-  // done, so is every request before it. They are answered oldest first,
-  // so replies keep the order of the requests.
+  // Completion callbacks may run in any order (PoCL calls them from several
+  // of its threads). A request is answered once its own completion has
+  // arrived and every older request has been answered: replies keep the
+  // order of the requests. (Reading an older request's event status instead
+  // of waiting for its callback trusts the runtime to mark events complete
+  // in queue order before it runs later commands' callbacks; the OpenCL
+  // specification does not promise that.)
   void finish(kernel_done d) {
     heard_completion();
-    while (!commands_.empty() && commands_.front()->id <= d.id) {
+    for (auto& cmd : commands_) {
+      if (cmd->id == d.id && !cmd->done) {
+        cmd->done = true;
+        cmd->status = d.status;
+        request_done();  // off the device: the gate may open
+        break;
+      }
+    }
+    while (!commands_.empty() && commands_.front()->done) {
       auto cmd = std::move(commands_.front());
       commands_.pop_front();
-      request_done();
-      int status = d.status;
-      if (cmd->id != d.id) {
-        try {
-          status = cmd->last.template getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
-        } catch (const cl::Error& e) {
-          status = e.err();
-        }
-      }
-      answer(*cmd, status);
+      answer(*cmd, cmd->status);
     }
   }
 
