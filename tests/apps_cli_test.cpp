@@ -212,8 +212,8 @@ TEST_F(apps_cli_binary, passes_zero_is_a_usage_error) {
 }
 
 TEST_F(apps_cli_binary, help_lists_every_flag_with_its_default) {
-  const std::set<std::string> common{"--duration", "--rate", "--parallelism", "--input",  "--max-line",
-                                     "--batch",    "--json", "--passes",      "--output", "--help"};
+  const std::set<std::string> common{"--duration", "--rate",   "--parallelism", "--input", "--max-line",    "--batch",
+                                     "--json",     "--passes", "--output",      "--help",  "--metrics-port"};
   std::map<std::string, std::set<std::string>> own{{"wc", {}},
                                                    {"fd", {"--model", "--generate", "--lines"}},
                                                    {"sd", {"--window", "--threshold", "--generate", "--lines"}},

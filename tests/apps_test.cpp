@@ -65,6 +65,10 @@ TEST(apps_cli, flags_are_parsed_and_bad_ones_named) {
   EXPECT_EQ(message({"--frobnicate", "1"}), "unknown flag '--frobnicate'");
   EXPECT_EQ(message({"--json"}), "--json: missing value");
   EXPECT_EQ(message({"--batch", "0"}), "--batch: must be at least 1");
+  EXPECT_EQ(parse({"--metrics-port", "9464"}).metrics_port, 9464);
+  EXPECT_EQ(parse({}).metrics_port, -1);
+  EXPECT_NE(message({"--metrics-port", "http"}).find("--metrics-port"), std::string::npos);
+  EXPECT_NE(message({"--metrics-port", "65536"}).find("--metrics-port"), std::string::npos);
   EXPECT_THROW(troupe_apps::read_lines("/nonexistent/input.txt"), std::runtime_error);
 }
 

@@ -3,7 +3,7 @@
 
 Layers, lowest first: util, runtime, actor, stream (the engine), pattern
 (descriptions), spawn (pattern/spawn_pattern.hpp), api (troupe.hpp,
-fwd.hpp), then the optional modules (net, opencl), which are siblings:
+fwd.hpp), then the optional modules (net, opencl, metrics), which are siblings:
 neither includes the other. A public header's layer is its folder; a header under detail/
 names its layer on its first line ("// layer: stream"). Every
 #include "troupe/..." in a header must go to the same layer or a lower one,
@@ -18,8 +18,8 @@ import re
 import sys
 from pathlib import Path
 
-LAYERS = ["util", "runtime", "actor", "stream", "pattern", "spawn", "api", "net", "opencl"]
-OPTIONAL = {"net", "opencl"}
+LAYERS = ["util", "runtime", "actor", "stream", "pattern", "spawn", "api", "net", "opencl", "metrics"]
+OPTIONAL = {"net", "opencl", "metrics"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](troupe/[^>"]+)[>"]', re.M)
 MARKER = re.compile(r"^// layer: (\w+)\s*$")
 

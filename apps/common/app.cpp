@@ -201,6 +201,26 @@ int stop_status() noexcept {
 
 // -- progress -------------------------------------------------------------------------
 
+metrics_server::metrics_server([[maybe_unused]] troupe::actor_system& sys, const std::string& app, const cli& c)
+    : app_{app} {
+  if (c.metrics_port < 0) return;
+#if TROUPE_APPS_METRICS
+  try {
+    exporter_ = std::make_unique<troupe::metrics::exporter>(
+        sys,
+        troupe::metrics::exporter_config{.address = "127.0.0.1", .port = static_cast<std::uint16_t>(c.metrics_port)});
+  } catch (const troupe::metrics::metrics_error& e) {
+    throw usage_error(std::string{"--metrics-port: "} + e.what());
+  }
+  std::fprintf(stderr, "%s: metrics on %s (Prometheus text: %smetrics)\n", app.c_str(), exporter_->url().c_str(),
+               exporter_->url().c_str());
+#else
+  throw usage_error("--metrics-port: this build has no troupe::metrics (cpp-httplib), so it cannot serve metrics");
+#endif
+}
+
+metrics_server::~metrics_server() = default;
+
 progress_line::progress_line(std::string app, const troupe::stream::graph& g) : app_{std::move(app)}, graph_{g} {
   thread_ = std::thread{[this] {
     const auto start = std::chrono::steady_clock::now();

@@ -24,6 +24,10 @@
 #include "cli.hpp"
 #include "split.hpp"
 
+#if TROUPE_APPS_METRICS
+#include <troupe/metrics/exporter.hpp>
+#endif
+
 namespace troupe_apps {
 
 namespace detail {
@@ -198,6 +202,30 @@ run_result timed_run(const std::string& app, const cli& c, std::size_t operators
   return r;
 }
 
+/// --metrics-port: an exporter serving this run's graph (it prints where on
+/// stderr), or none. Holds nothing without the flag.
+class metrics_server {
+ public:
+  metrics_server(troupe::actor_system& sys, const std::string& app, const cli& c);
+  ~metrics_server();
+  metrics_server(const metrics_server&) = delete;
+  metrics_server& operator=(const metrics_server&) = delete;
+  template <class G>
+  void watch(const G& g) {
+#if TROUPE_APPS_METRICS
+    if (exporter_) exporter_->watch(app_, g);
+#else
+    (void)g;
+#endif
+  }
+
+ private:
+  std::string app_;
+#if TROUPE_APPS_METRICS
+  std::unique_ptr<troupe::metrics::exporter> exporter_;
+#endif
+};
+
 #if TROUPE_APPS_NET
 /// This process's part of a split run (split.hpp).
 template <class P>
@@ -209,8 +237,10 @@ run_result run_split(troupe::actor_system& sys, const std::string& app, const P&
     split_setup s = parse_split(c, app);
     troupe::net::node node{sys, s.node};
     troupe::net::cluster cl{sys, node, s.cluster};
+    metrics_server served{sys, app, c};
     auto r = timed_run(app, c, operators, malformed, [&] {
       auto g = troupe::net::split(cl, pattern, s.where, {.name = app, .channel = {}, .stream = o});
+      served.watch(g);
       g.wait();
       return g.metrics();
     });
@@ -238,8 +268,10 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
     throw usage_error("--peers: this build has no troupe::net (ZeroMQ), so the graph runs in one process only");
 #endif
   }
+  metrics_server served{sys, app, c};
   return timed_run(app, c, operators, malformed, [&] {
     auto g = troupe::spawn_pattern(sys, std::move(pattern), o);
+    served.watch(g);
     std::unique_ptr<progress_line> progress;
     if (c.progress) progress = std::make_unique<progress_line>(app, g);
     g.wait();

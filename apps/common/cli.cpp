@@ -43,6 +43,9 @@ constexpr common_flag common_flags[] = {
     {"json", "PATH", "none", "write the run summary as JSON (also after an interrupt)"},
     {"passes", "N", "none: until --duration", "replay the input N times (N >= 1), then end of stream"},
     {"output", "PATH", "none", "write what reaches the sink, one tuple per line"},
+    {"metrics-port", "PORT", "none",
+     "serve live metrics while it runs: Prometheus text at /metrics and a dashboard at / on 127.0.0.1:PORT (0: any "
+     "free port; the address is printed)"},
 };
 
 bool is_common(const std::string& name) {
@@ -176,6 +179,8 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
       c.passes = parse_whole(flag, value, 1, no_limit);
     } else if (name == "output") {
       c.output = value;
+    } else if (name == "metrics-port") {
+      c.metrics_port = static_cast<int>(parse_whole(flag, value, 0, 65535));
     } else if (name == "parallelism") {
       c.parallelism.clear();
       std::stringstream in{value};

@@ -62,6 +62,7 @@ struct cli {
   std::string json;
   std::uint64_t passes = 0;  // 0 = replay until the duration is over
   std::string output;
+  int metrics_port = -1;  // --metrics-port: serve live metrics there (0: any free port); -1: off
   bool help = false;
   bool progress = false;  // a progress line on stderr once a second (main_of: when stderr is a terminal)
   std::map<std::string, std::string> extra;  // the application's own flags (without "--")

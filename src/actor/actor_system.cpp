@@ -52,6 +52,7 @@ struct actor_system::impl {
   alignas(cache_line) std::atomic<std::uint64_t> next_id{0};
   alignas(cache_line) std::atomic<std::size_t> live{0};
   alignas(cache_line) std::atomic<std::uint64_t> own_thread_activity{0};
+  std::atomic<std::uint64_t> handled_off_pool{0};  // by event actors on their own threads
   std::array<live_shard, live_shards> shards;
 
   std::mutex clients_mtx;
@@ -143,6 +144,24 @@ group_manager& actor_system::groups() noexcept { return impl_->groups; }
 std::uint64_t actor_system::dead_letters() const noexcept { return impl_->dead_letters.load(); }
 std::uint64_t actor_system::unexpected_messages() const noexcept { return impl_->unexpected.load(); }
 std::size_t actor_system::live_actors() const noexcept { return impl_->live.load(); }
+
+std::uint64_t actor_system::messages_handled() const noexcept {
+  return impl_->sched.messages_handled() + impl_->handled_off_pool.load(std::memory_order_relaxed);
+}
+
+std::vector<std::size_t> actor_system::mailbox_lengths() const {
+  std::vector<std::size_t> out;
+  out.reserve(live_actors());
+  for (auto& s : impl_->shards) {
+    std::lock_guard<std::mutex> guard{s.mtx};
+    for (auto* c = s.head; c != nullptr; c = c->live_next_) out.push_back(c->mailbox_size());
+  }
+  return out;
+}
+
+void detail::system_access::count_handled_off_pool(actor_system& s, std::size_t n) noexcept {
+  if (n != 0) s.impl_->handled_off_pool.fetch_add(n, std::memory_order_relaxed);
+}
 std::size_t actor_system::worker_count() const noexcept { return impl_->sched.worker_count(); }
 
 void actor_system::schedule(detail::resumable* r) noexcept { impl_->sched.schedule(r); }

@@ -197,6 +197,16 @@ detail::resume_result event_actor::run(std::size_t throughput) {
     }
   }
   std::size_t handled = 0;
+  // Counted for metrics when the activation ends, whichever way it does.
+  struct count_handled {
+    actor_system& sys;
+    const std::size_t& n;
+    ~count_handled() {
+      if (auto* c = detail::handled_counter)
+        c->store(c->load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+      else detail::system_access::count_handled_off_pool(sys, n);
+    }
+  } counted{system(), handled};
   std::size_t budget = throughput;
   unsigned spins = 0;
   for (;;) {

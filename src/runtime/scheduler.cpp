@@ -15,6 +15,11 @@ namespace troupe::detail {
 
 namespace {
 thread_local worker* current_worker = nullptr;
+}  // namespace
+
+thread_local constinit std::atomic<std::uint64_t>* handled_counter = nullptr;
+
+namespace {
 
 // A worker's wake flag is a futex word. Raw futex calls rather than
 // std::atomic::wait/notify: the sleep has a timeout (libstdc++'s wait has
@@ -409,6 +414,7 @@ bool worker::park() noexcept {
 
 void worker::run(const std::vector<int>& cores) {
   current_worker = this;
+  handled_counter = &handled_;
   defer_on_this_thread(true);
   pin_current_thread(cores);
   seen_next_.assign(sched_->workers_.size(), nullptr);
@@ -429,6 +435,7 @@ void worker::run(const std::vector<int>& cores) {
     searching.fetch_add(1, std::memory_order_seq_cst);
   }
   defer_on_this_thread(false);
+  handled_counter = nullptr;
   current_worker = nullptr;
 }
 
@@ -538,6 +545,12 @@ void scheduler::wake_one() noexcept {
 std::uint64_t scheduler::activations() const noexcept {
   std::uint64_t sum = 0;
   for (auto& w : workers_) sum += w->activations();
+  return sum;
+}
+
+std::uint64_t scheduler::messages_handled() const noexcept {
+  std::uint64_t sum = 0;
+  for (auto& w : workers_) sum += w->handled_.load(std::memory_order_relaxed);
   return sum;
 }
 

@@ -122,6 +122,7 @@ class alignas(cache_line) worker {
   alignas(cache_line) std::atomic<std::uint64_t> tail_{0};  // owner
   std::atomic<resumable*> next_{nullptr};
   std::atomic<std::uint64_t> activations_{0};
+  std::atomic<std::uint64_t> handled_{0};  // messages event actors handled here (handled_counter)
   alignas(cache_line) std::atomic<std::uint32_t> wake_flag_{0};
   std::atomic<resumable*> ring_[ring_size];
 };
@@ -147,6 +148,8 @@ class scheduler {
   std::size_t throughput() const noexcept { return throughput_; }
   /// Sum of completed activations; changes whenever any actor ran.
   std::uint64_t activations() const noexcept;
+  /// Messages handled by event actors on the workers (a snapshot).
+  std::uint64_t messages_handled() const noexcept;
   /// true when no queue holds work (a snapshot).
   bool queues_empty() const noexcept;
 

@@ -67,7 +67,9 @@ std::string graph_metrics::to_json() const {
     auto& n = nodes[i];
     o << (i ? "," : "") << "{\"name\":\"" << json_escape(n.name) << "\",\"replica\":" << n.replica
       << ",\"dedicated\":" << (n.dedicated ? "true" : "false") << ",\"items_in\":" << n.items_in
-      << ",\"items_out\":" << n.items_out << ",\"failed\":" << n.failed << ",\"queued\":" << n.queued << "}";
+      << ",\"stage\":" << n.stage << ",\"items_out\":" << n.items_out << ",\"failed\":" << n.failed
+      << ",\"queued\":" << n.queued << ",\"capacity\":" << n.capacity
+      << ",\"blocked_s\":" << static_cast<double>(n.blocked_ns) * 1e-9 << ",\"late\":" << n.late << "}";
   }
   o << "],\"latency_ns\":{\"count\":" << latency.count();
   const std::pair<const char*, double> qs[] = {{"min", 0},    {"p5", 0.05},  {"p25", 0.25}, {"p50", 0.5},
@@ -253,6 +255,13 @@ error runner_base::skip(std::exception_ptr e) noexcept {
 
 void runner_base::finished() noexcept { graph_->runner_finished(); }
 
+void runner_base::count_blocked(std::uint64_t since) noexcept {
+  const auto now = stream::now();
+  if (now > since)
+    blocked_ns_.store(blocked_ns_.load(std::memory_order_relaxed) + (now - since), std::memory_order_relaxed);
+  blocked_since_.store(0, std::memory_order_relaxed);
+}
+
 stream::node_metrics runner_base::metrics() const {
   stream::node_metrics m;
   m.name = name_;
@@ -262,6 +271,13 @@ stream::node_metrics runner_base::metrics() const {
   m.items_out = items_out_.load(std::memory_order_relaxed);
   m.failed = failed_.load(std::memory_order_relaxed);
   m.queued = queued();
+  m.capacity = capacity();
+  m.late = late();
+  m.blocked_ns = blocked_ns_.load(std::memory_order_relaxed);
+  if (const auto since = blocked_since_.load(std::memory_order_relaxed); since != 0) {
+    const auto now = stream::now();
+    if (now > since) m.blocked_ns += now - since;  // still waiting
+  }
   return m;
 }
 
@@ -372,8 +388,13 @@ void graph_state::runner_finished() noexcept {
 stream::graph_metrics graph_state::metrics() const {
   stream::graph_metrics m;
   // Built back to front: list them front to back.
+  // A stage's replicas are listed together, replica 0 first.
+  std::size_t stage = 0;
   for (auto it = runners.rbegin(); it != runners.rend(); ++it) {
     m.nodes.push_back((*it)->metrics());
+    auto& n = m.nodes.back();
+    if (n.replica == 0 && m.nodes.size() > 1) ++stage;
+    n.stage = stage;
     (*it)->add_latency(m.latency);
   }
   m.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -18,6 +18,7 @@
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "troupe/actor/blocking_actor.hpp"
 #include "troupe/actor/event_actor.hpp"
@@ -203,6 +204,12 @@ class actor_system {
   /// Actors spawned by this system that have not ended yet.
   std::size_t live_actors() const noexcept;
   std::size_t worker_count() const noexcept;
+  /// Messages event actors have handled so far (a snapshot; blocking
+  /// actors' receives are not counted).
+  std::uint64_t messages_handled() const noexcept;
+  /// The mailbox length of every live actor now, in no order. For
+  /// monitoring: it visits every actor, taking each shard's lock briefly.
+  std::vector<std::size_t> mailbox_lengths() const;
 
   /// Exceptions that escaped functions run with troupe::post (each also
   /// written to stderr: a posted function should handle its own errors).

@@ -139,6 +139,8 @@ class runner_base : public resumable {
   const std::string& name() const noexcept { return name_; }
   stream::node_metrics metrics() const;
   virtual std::size_t queued() const noexcept { return 0; }
+  virtual std::size_t capacity() const noexcept { return 0; }
+  virtual std::uint64_t late() const noexcept { return 0; }
   virtual void add_latency(stream::latency_histogram&) const noexcept {}
 
  protected:
@@ -192,6 +194,16 @@ class runner_base : public resumable {
     items_in_.store(items_in_.load(std::memory_order_relaxed) + in, std::memory_order_relaxed);
     items_out_.store(items_out_.load(std::memory_order_relaxed) + out, std::memory_order_relaxed);
   }
+  /// Blocked time (metrics): an output is full since now, unless already.
+  void blocked_from_now() noexcept {
+    if (blocked_since_.load(std::memory_order_relaxed) == 0)
+      blocked_since_.store(stream::now(), std::memory_order_relaxed);
+  }
+  /// The output took elements again: the blocked time so far is counted.
+  void unblocked() noexcept {
+    if (const auto since = blocked_since_.load(std::memory_order_relaxed); since != 0) [[unlikely]]
+      count_blocked(since);
+  }
 
   graph_state* graph_;
 
@@ -203,6 +215,9 @@ class runner_base : public resumable {
   alignas(cache_line) std::atomic<std::uint64_t> items_in_{0};
   std::atomic<std::uint64_t> items_out_{0};
   std::atomic<std::uint64_t> failed_{0};
+  std::atomic<std::uint64_t> blocked_ns_{0};     // single writer: the runner
+  std::atomic<std::uint64_t> blocked_since_{0};  // stream::now() when an output filled up; 0: not blocked
+  void count_blocked(std::uint64_t since) noexcept;
   std::string name_;
 
  protected:

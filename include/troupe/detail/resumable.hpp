@@ -4,6 +4,8 @@
 // `throughput` units of work before handing the worker back.
 #pragma once
 
+#include <atomic>
+
 #include <cstddef>
 
 namespace troupe::detail {
@@ -42,6 +44,10 @@ inline void announce_next() noexcept {
   if (next_unannounced) [[unlikely]]
     announce_next_slow();
 }
+
+/// The pool worker's count of messages handled by event actors (metrics), or
+/// null on other threads. A worker owns its counter: a plain load and store.
+extern thread_local constinit std::atomic<std::uint64_t>* handled_counter;
 
 class resumable {
  public:

@@ -263,6 +263,12 @@ class runner_core : public runner_base, public input_side<InE> {
       for (auto& c : this->inputs_) n += c->ring.size();
     return n;
   }
+  std::size_t capacity() const noexcept override {
+    std::size_t n = 0;
+    if constexpr (!std::is_void_v<InE>)
+      for (auto& c : this->inputs_) n += c->ring.capacity();
+    return n;
+  }
   bool room_ready() const noexcept override { return out_.has_room(blocked_on_); }
 
  protected:
@@ -299,6 +305,7 @@ class runner_core : public runner_base, public input_side<InE> {
   // An output channel is full: sleep until its consumer makes room.
   step_result blocked(std::uint64_t in) noexcept {
     batch_done(in);
+    blocked_from_now();
     blocked_on_ = out_.blocked_on();
     if (linger(true)) return step_result::blocked;  // room again: retry soon
     // A pooled runner whose worker has nothing else to do polls through the
@@ -316,6 +323,7 @@ class runner_core : public runner_base, public input_side<InE> {
 
   step_result more(std::uint64_t in) noexcept {
     blocked_polls_ = 0;
+    unblocked();
     batch_done(in);
     return step_result::more;
   }
@@ -330,6 +338,7 @@ class runner_core : public runner_base, public input_side<InE> {
   }
 
   step_result end(bool clean) noexcept {
+    unblocked();
     if (!clean) out_.discard();
     publish(0, sent());
     phase_ = phase::finished;
@@ -340,6 +349,7 @@ class runner_core : public runner_base, public input_side<InE> {
 
   /// Idle after a batch: linger a little (pool), then let go.
   step_result idle_after(std::uint64_t in) noexcept {
+    unblocked();
     batch_done(in);
     if (!this->settings_.dedicated && linger()) return step_result::more;
     return release() ? step_result::idle : step_result::more;
@@ -492,6 +502,13 @@ class runner final
     if constexpr (measures_latency) latency_ = std::make_unique<stream::latency_histogram>();
   }
 
+  std::uint64_t late() const noexcept override {
+    if constexpr (requires(const N& n) {
+                    { n.late() } -> std::convertible_to<std::uint64_t>;
+                  })
+      return node_.late();
+    else return 0;
+  }
   void add_latency(stream::latency_histogram& h) const noexcept override {
     if (latency_) h.merge(*latency_);
   }

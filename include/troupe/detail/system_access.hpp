@@ -36,6 +36,7 @@ struct system_access {
   }
   static void remove_live(actor_system& s, actor_cell* c) noexcept { s.remove_live(c); }
   static void note_activity(actor_system& s) noexcept { s.note_activity(); }
+  static void count_handled_off_pool(actor_system& s, std::size_t n) noexcept;
   static std::uint64_t next_actor_id(actor_system& s) noexcept { return s.next_actor_id(); }
   /// false: the system is shutting down and takes no more (cancel yourself).
   [[nodiscard]] static bool register_client(actor_system& s, shutdown_client* c);

@@ -85,8 +85,12 @@ struct node_metrics {
   bool dedicated = false;   ///< runs on its own thread
   std::uint64_t items_in = 0;
   std::uint64_t items_out = 0;
-  std::uint64_t failed = 0;  ///< elements dropped under failure::skip
-  std::size_t queued = 0;    ///< elements waiting in its input channels now
+  std::uint64_t failed = 0;      ///< elements dropped under failure::skip
+  std::size_t queued = 0;        ///< elements waiting in its input channels now
+  std::size_t capacity = 0;      ///< room of its input channels together (0: a source)
+  std::size_t stage = 0;         ///< which stage of the graph, front to back (replicas share it)
+  std::uint64_t blocked_ns = 0;  ///< time spent waiting for room in a full output channel
+  std::uint64_t late = 0;        ///< late elements dropped (time windows)
 };
 
 struct graph_metrics {
@@ -94,6 +98,8 @@ struct graph_metrics {
   latency_histogram latency;  ///< every sink's measurements together
   double elapsed_s = 0;       ///< since the graph started
   /// {"elapsed_s":..,"nodes":[..],"latency_ns":{"count":..,"min":..,"p5":..,...,"max":..}}
+  /// (each node: name, replica, stage, dedicated, items_in, items_out, failed,
+  /// queued, capacity, blocked_s, late)
   std::string to_json() const;
 };
 

@@ -1,0 +1,260 @@
+// Tests of troupe::metrics: the exporter scraped over HTTP while graphs run,
+// its figures checked against the graph's and the system's own counters.
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "troupe/metrics/exporter.hpp"
+#include "troupe/troupe.hpp"
+
+namespace st = troupe::stream;
+namespace tmx = troupe::metrics;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string get(const tmx::exporter& ex, const std::string& path, std::string* type = nullptr) {
+  httplib::Client c{"127.0.0.1", ex.port()};
+  c.set_read_timeout(10, 0);
+  auto r = c.Get(path);
+  if (!r) return "(no response: " + httplib::to_string(r.error()) + ")";
+  EXPECT_EQ(r->status, 200) << path;
+  if (type) *type = r->get_header_value("Content-Type");
+  return r->body;
+}
+
+/// Samples of the Prometheus text: "name{labels}" -> value.
+std::map<std::string, double> samples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in{text};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto sp = line.rfind(' ');
+    out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+  }
+  return out;
+}
+
+std::string node_key(const char* metric, const std::string& graph, const st::node_metrics& n) {
+  return std::string{metric} + "{graph=\"" + graph + "\",stage=\"" + std::to_string(n.stage) + "\",node=\"" + n.name +
+         "\",replica=\"" + std::to_string(n.replica) + "\"}";
+}
+
+template <class Pred>
+bool eventually(Pred p) {
+  for (int i = 0; i < 30'000; ++i) {
+    if (p()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(metrics, a_scrape_during_a_run_matches_the_graphs_own_counters) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  tmx::exporter ex{sys};
+  std::atomic<int> seen{0};
+  // A graph with an entry: it runs until closed, idle once what was sent is
+  // through, so every counter has settled when the scrape comes.
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{troupe::farm{st::map([](int x) { return x + 1; }), 2}, st::sink([&](int) { seen++; })});
+  ex.watch("gated", g);
+  for (int i = 0; i < 5000; ++i) sys.send(g.entry(), i);
+  ASSERT_TRUE(eventually([&] {
+    auto m = g.metrics();
+    return seen.load() == 5000 && m.nodes.back().items_in == 5000 &&
+           m.nodes[0].items_out + m.nodes[1].items_out == 5000;
+  }));
+  std::string type;
+  const auto text = get(ex, "/metrics", &type);
+  EXPECT_NE(type.find("text/plain; version=0.0.4"), std::string::npos) << type;
+  const auto s = samples(text);
+  const auto m = g.metrics();
+  ASSERT_EQ(m.nodes.size(), 3u);  // two map replicas, the sink
+  EXPECT_EQ(m.nodes[0].stage, 0u);
+  EXPECT_EQ(m.nodes[1].stage, 0u);
+  EXPECT_EQ(m.nodes[1].replica, 1u);
+  EXPECT_EQ(m.nodes[2].stage, 1u);
+  for (auto& n : m.nodes) {
+    ASSERT_TRUE(s.contains(node_key("troupe_stream_items_in_total", "gated", n))) << node_key("", "gated", n) << text;
+    EXPECT_EQ(s.at(node_key("troupe_stream_items_in_total", "gated", n)), static_cast<double>(n.items_in));
+    EXPECT_EQ(s.at(node_key("troupe_stream_items_out_total", "gated", n)), static_cast<double>(n.items_out));
+    EXPECT_EQ(s.at(node_key("troupe_stream_capacity", "gated", n)), static_cast<double>(n.capacity));
+    EXPECT_EQ(s.at(node_key("troupe_stream_failed_total", "gated", n)), 0.0);
+  }
+  EXPECT_GT(m.nodes[2].capacity, 0u);
+  EXPECT_EQ(s.at("troupe_stream_graph_running{graph=\"gated\"}"), 1.0);
+  EXPECT_EQ(s.at("troupe_workers"), 2.0);
+  EXPECT_EQ(s.at("troupe_live_actors"), static_cast<double>(sys.live_actors()));
+
+  const auto json = get(ex, "/api/graphs");
+  EXPECT_NE(json.find("\"name\":\"gated\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"items_in\":5000"), std::string::npos) << json;
+
+  for (int i = 0; i < 1000; ++i) sys.send(g.entry(), i);
+  g.close();
+  g.wait();
+  EXPECT_EQ(seen.load(), 6000);
+  const auto after = samples(get(ex, "/metrics"));
+  EXPECT_EQ(after.at("troupe_stream_graph_running{graph=\"gated\"}"), 0.0);
+  EXPECT_EQ(after.at(node_key("troupe_stream_items_in_total", "gated", g.metrics().nodes[2])), 6000.0);
+  ex.unwatch("gated");
+  EXPECT_EQ(get(ex, "/metrics").find("gated"), std::string::npos);
+}
+
+TEST(metrics, rates_and_counters_move_while_the_graph_runs) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  tmx::exporter ex{sys};
+  std::atomic<bool> stop{false};
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{st::source([&stop, i = 0]() mutable -> std::optional<int> {
+                                                         if (stop.load(std::memory_order_relaxed)) return std::nullopt;
+                                                         std::this_thread::sleep_for(20us);
+                                                         return i++;
+                                                       }),
+                                                       st::sink([](int) {})});
+  ex.watch("live", g);
+  auto key = [&](const char* metric) { return node_key(metric, "live", g.metrics().nodes[1]); };
+  const auto first = samples(get(ex, "/metrics"));
+  std::this_thread::sleep_for(300ms);
+  const auto second = samples(get(ex, "/metrics"));
+  stop = true;
+  g.wait();
+  EXPECT_GT(second.at(key("troupe_stream_items_in_total")), first.at(key("troupe_stream_items_in_total")));
+  EXPECT_GT(second.at(key("troupe_stream_items_in_rate")), 0.0);
+  EXPECT_GT(second.at("troupe_uptime_seconds"), first.at("troupe_uptime_seconds"));
+}
+
+TEST(metrics, a_slow_sink_shows_as_blocked_time_and_fill_upstream) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  tmx::exporter ex{sys};
+  auto g = troupe::spawn_pattern(sys,
+                                 troupe::pipeline{st::source([i = 0]() mutable -> std::optional<int> {
+                                                    if (i == 20'000) return std::nullopt;
+                                                    return i++;
+                                                  }),
+                                                  st::sink([](int) { std::this_thread::sleep_for(20us); })},
+                                 st::options{.capacity = 64});
+  ex.watch("slow", g);
+  ASSERT_TRUE(eventually([&] { return g.metrics().nodes[0].blocked_ns > 20'000'000; }));  // 20 ms blocked
+  const auto s = samples(get(ex, "/metrics"));
+  auto m = g.metrics();
+  EXPECT_GT(s.at(node_key("troupe_stream_blocked_seconds_total", "slow", m.nodes[0])), 0.02);
+  EXPECT_EQ(s.at(node_key("troupe_stream_capacity", "slow", m.nodes[1])), 64.0);
+  g.wait();
+  m = g.metrics();
+  EXPECT_GT(m.nodes[0].blocked_ns, 20'000'000u);
+  EXPECT_LT(m.nodes[0].blocked_ns, static_cast<std::uint64_t>(m.elapsed_s * 1e9) + 1);
+}
+
+TEST(metrics, system_figures_follow_the_actor_system) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  tmx::exporter ex{sys};
+  const auto before = samples(get(ex, "/metrics"));
+  std::atomic<int> got{0};
+  auto counter = sys.spawn([&got](troupe::event_actor&) { return troupe::behavior{[&got](int) { got++; }}; });
+  for (int i = 0; i < 1000; ++i) sys.send(counter, i);
+  ASSERT_TRUE(eventually([&] { return got.load() == 1000; }));
+  // An actor busy with its first message: the other seven wait in its mailbox.
+  std::atomic<bool> release{false};
+  auto busy = sys.spawn([&release](troupe::event_actor&) {
+    return troupe::behavior{[&release](int) {
+      while (!release.load()) std::this_thread::sleep_for(1ms);
+    }};
+  });
+  for (int i = 0; i < 8; ++i) sys.send(busy, i);
+  sys.send(troupe::actor{}, 1);  // a dead letter
+  const auto after = samples(get(ex, "/metrics"));
+  EXPECT_GE(after.at("troupe_messages_handled_total") - before.at("troupe_messages_handled_total"), 1000.0);
+  EXPECT_LE(after.at("troupe_messages_handled_total"), static_cast<double>(sys.messages_handled()));
+  EXPECT_EQ(after.at("troupe_dead_letters_total"), static_cast<double>(sys.dead_letters()));
+  EXPECT_GE(after.at("troupe_mailbox_length{quantile=\"1\"}"), 7.0);
+  EXPECT_EQ(after.at("troupe_mailbox_length_count"), static_cast<double>(sys.mailbox_lengths().size()));
+  EXPECT_GE(after.at("troupe_exporter_requests_total"), 1.0);
+  release = true;
+}
+
+TEST(metrics, the_dashboard_and_its_json_are_served) {
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  tmx::exporter ex{sys};
+  std::string type;
+  const auto page = get(ex, "/", &type);
+  EXPECT_NE(type.find("text/html"), std::string::npos);
+  EXPECT_NE(page.find("api/graphs"), std::string::npos);
+  EXPECT_EQ(page.find("http://"), std::string::npos) << "the page loads nothing from elsewhere";
+  EXPECT_EQ(page.find("https://"), std::string::npos) << "the page loads nothing from elsewhere";
+  const auto json = get(ex, "/api/graphs");
+  EXPECT_EQ(json.rfind("{\"system\":{\"workers\":1,", 0), 0u) << json;
+  EXPECT_NE(json.find("\"graphs\":[]"), std::string::npos) << json;
+  httplib::Client c{"127.0.0.1", ex.port()};
+  auto r = c.Get("/nothing-here");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
+TEST(metrics, a_port_in_use_or_a_bad_port_is_named) {
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  tmx::exporter first{sys};
+  try {
+    tmx::exporter second{sys, {.address = "127.0.0.1", .port = first.port()}};
+    FAIL() << "two exporters on one port";
+  } catch (const tmx::metrics_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("127.0.0.1:" + std::to_string(first.port())), std::string::npos) << e.what();
+  }
+  for (const char* bad : {"", "http", "65536", "-1", "80x"}) {
+    try {
+      tmx::exporter::parse_port(bad, "--metrics-port");
+      FAIL() << bad;
+    } catch (const tmx::metrics_error& e) {
+      EXPECT_NE(std::string{e.what()}.find("--metrics-port"), std::string::npos);
+      EXPECT_NE(std::string{e.what()}.find(std::string{"'"} + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(tmx::exporter::parse_port("9464", "x"), 9464);
+}
+
+TEST(metrics, the_environment_turns_the_exporter_on) {
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  ::unsetenv("TROUPE_METRICS_PORT");
+  EXPECT_EQ(tmx::exporter::from_env(sys), nullptr);
+  ::setenv("TROUPE_METRICS_PORT", "0", 1);
+  auto ex = tmx::exporter::from_env(sys);
+  ASSERT_NE(ex, nullptr);
+  EXPECT_NE(ex->port(), 0);
+  EXPECT_NE(get(*ex, "/metrics").find("troupe_workers 1"), std::string::npos);
+  ::setenv("TROUPE_METRICS_PORT", "nine", 1);
+  try {
+    (void)tmx::exporter::from_env(sys);
+    FAIL() << "a malformed port";
+  } catch (const tmx::metrics_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("TROUPE_METRICS_PORT"), std::string::npos);
+    EXPECT_NE(std::string{e.what()}.find("'nine'"), std::string::npos);
+  }
+  ::unsetenv("TROUPE_METRICS_PORT");
+}
+
+TEST(metrics, label_values_are_escaped) {
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  tmx::exporter ex{sys};
+  auto g = troupe::spawn_pattern(sys, troupe::pipeline{st::source([i = 0]() mutable -> std::optional<int> {
+                                                         if (i == 10) return std::nullopt;
+                                                         return i++;
+                                                       }),
+                                                       st::sink([](int) {})});
+  g.wait();
+  ex.watch("a \"quoted\"\\name\nwith a newline", g);
+  const auto text = get(ex, "/metrics");
+  EXPECT_NE(text.find("graph=\"a \\\"quoted\\\"\\\\name\\nwith a newline\""), std::string::npos) << text;
+  const auto json = get(ex, "/api/graphs");
+  EXPECT_NE(json.find("\"name\":\"a \\\"quoted\\\"\\\\name\\u000awith a newline\""), std::string::npos) << json;
+}
