@@ -17,6 +17,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -94,7 +95,7 @@ struct snapshot {
 /// The q-quantile of sorted values (nearest rank); 0 when empty.
 std::size_t quantile(const std::vector<std::size_t>& sorted, double q) {
   if (sorted.empty()) return 0;
-  auto i = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+  const auto i = static_cast<std::size_t>(std::llround(q * static_cast<double>(sorted.size() - 1)));
   return sorted[std::min(i, sorted.size() - 1)];
 }
 
