@@ -129,7 +129,10 @@ def chromium_dump(url: str, extra: list[str]) -> str:
     if exe is None:
         fail("chromium not found (scripts/setup installs Debian's chromium)")
     with tempfile.TemporaryDirectory() as profile:
-        cmd = [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        # --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers
+        # often have a small /dev/shm, where Chromium would crash.
+        cmd = [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--disable-extensions", "--no-first-run",
                f"--user-data-dir={profile}", "--window-size=1280,800", "--virtual-time-budget=5000", *extra, url]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
