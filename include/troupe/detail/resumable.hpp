@@ -5,7 +5,6 @@
 #pragma once
 
 #include <atomic>
-
 #include <cstddef>
 
 namespace troupe::detail {
