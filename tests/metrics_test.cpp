@@ -165,6 +165,11 @@ TEST(metrics, system_figures_follow_the_actor_system) {
   auto counter = sys.spawn([&got](troupe::event_actor&) { return troupe::behavior{[&got](int) { got++; }}; });
   for (int i = 0; i < 1000; ++i) sys.send(counter, i);
   ASSERT_TRUE(eventually([&] { return got.load() == 1000; }));
+  // Counted when each activation ends (the handler may have run, the
+  // activation not yet ended).
+  ASSERT_TRUE(eventually([&] {
+    return static_cast<double>(sys.messages_handled()) - before.at("troupe_messages_handled_total") >= 1000;
+  }));
   // An actor busy with its first message: the other seven wait in its mailbox.
   std::atomic<bool> release{false};
   auto busy = sys.spawn([&release](troupe::event_actor&) {
