@@ -5,11 +5,17 @@
                                              parses it with the reference parser
                                              (prometheus_client, Debian's
                                              python3-prometheus-client)
-  metrics_live_test.py dashboard TROUPE_WC [--screenshot PNG]
+  metrics_live_test.py dashboard TROUPE_WC [--full-speed] [--screenshot PNG]
                                              loads the dashboard in headless
                                              Chromium (Debian's chromium) twice
                                              during a run: every operator is
                                              drawn and the numbers move
+
+troupe-wc runs with --parallelism 1,2,2,1, at 20 k lines/s (light enough for
+the sanitizer builds) or, with --full-speed, as fast as it goes. The picture
+in docs/observability.md is
+  tests/metrics_live_test.py dashboard build-release/apps/troupe-wc \
+      --full-speed --screenshot docs/img/dashboard.png
 
 Runs /usr/bin/python3 (Debian's modules). Exit 0: passed; 1 with the reason.
 The app runs for a bounded time and is always killed at the end.
@@ -34,12 +40,13 @@ def fail(why: str) -> None:
     sys.exit(1)
 
 
-def start_app(binary: str) -> tuple[subprocess.Popen, str, tempfile.TemporaryDirectory]:
+def start_app(binary: str, full_speed: bool) -> tuple[subprocess.Popen, str, tempfile.TemporaryDirectory]:
     tmp = tempfile.TemporaryDirectory()
     err = open(os.path.join(tmp.name, "stderr"), "w+")
-    # --rate keeps the run light (the sanitizer builds run this too).
-    app = subprocess.Popen([binary, "--duration", str(RUN_S), "--rate", "20000", "--metrics-port", "0"],
-                           stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    args = [binary, "--duration", str(RUN_S), "--parallelism", "1,2,2,1", "--metrics-port", "0"]
+    if not full_speed:
+        args += ["--rate", "20000"]
+    app = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         err.seek(0)
@@ -105,8 +112,12 @@ def check_format(base: str) -> None:
             fail(f"{name} is a {second[name].type}, expected a {kind}")
 
     def by_node(fams: dict, family: str, sample: str) -> dict:
-        return {s.labels["node"]: s.value for s in fams[family].samples
-                if s.name == sample and s.labels.get("graph") == "wc"}
+        """node -> the sample's value summed over the node's replicas."""
+        out = {}
+        for s in fams[family].samples:
+            if s.name == sample and s.labels.get("graph") == "wc":
+                out[s.labels["node"]] = out.get(s.labels["node"], 0) + s.value
+        return out
 
     outs1 = by_node(first, "troupe_stream_items_out", "troupe_stream_items_out_total")
     outs2 = by_node(second, "troupe_stream_items_out", "troupe_stream_items_out_total")
@@ -178,9 +189,10 @@ def main() -> int:
     if len(sys.argv) < 3 or sys.argv[1] not in ("format", "dashboard"):
         print(__doc__)
         return 2
-    mode, binary = sys.argv[1], sys.argv[2]
-    screenshot = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--screenshot" else None
-    app, base, tmp = start_app(binary)
+    mode, binary, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
+    full_speed = "--full-speed" in rest
+    screenshot = rest[rest.index("--screenshot") + 1] if "--screenshot" in rest[:-1] else None
+    app, base, tmp = start_app(binary, full_speed)
     try:
         wait_for_tuples(base)
         if mode == "format":
