@@ -222,7 +222,9 @@ bool inlet_core::wait_ready(std::chrono::steady_clock::time_point until) {
   for (;;) {
     drain();
     if (!failure_.empty()) throw channel_error(failure_);
-    if (has_batch() || all_ended()) return true;
+    if (has_batch()) return true;
+    grant_all();  // dry: everything taken is acknowledged before waiting
+    if (all_ended()) return true;
     const auto now = std::chrono::steady_clock::now();
     if (opened_ < expected_ && now >= open_deadline_) {
       fail("inlet '" + name_ + "': " + std::to_string(opened_) + " of " + std::to_string(expected_) +
@@ -238,14 +240,30 @@ void inlet_core::consumed(std::uint64_t sender, std::size_t n) {
   queued_ -= std::min(queued_, n);
   auto* rec = find_sender(sender);
   if (rec == nullptr) return;
-  rec->granted += n;
-  sys_.send(rec->credit_to, chan_credit_atom{}, rec->dest, static_cast<std::uint64_t>(n), rec->granted - cfg_.window);
+  rec->consumed += n;
+  // Grants go back a quarter window at a time, and whenever the inlet runs
+  // dry (wait_ready, close): a grant per batch cost a message each way and
+  // a wake-up of both nodes' I/O threads and the sender, per batch.
+  if (rec->consumed >= std::max(cfg_.batch, cfg_.window / 4)) grant(*rec);
+}
+
+void inlet_core::grant(sender_rec& rec) {
+  const std::uint64_t n = rec.consumed;
+  rec.consumed = 0;
+  rec.granted += n;
+  sys_.send(rec.credit_to, chan_credit_atom{}, rec.dest, n, rec.granted - cfg_.window);
+}
+
+void inlet_core::grant_all() {
+  for (auto& [id, rec] : senders_)
+    if (rec.consumed != 0) grant(rec);
 }
 
 void inlet_core::close(std::chrono::milliseconds linger) {
   // A sender's last grant could still be on its way; its process must not
   // see this one's end first (it would call its data lost).
   const auto until = std::chrono::steady_clock::now() + linger;
+  grant_all();
   for (;;) {
     drain();
     if (!failure_.empty() || all_gone() || std::chrono::steady_clock::now() >= until) break;

@@ -12,7 +12,8 @@
 // `max_delay`, or what there is when the sender's input runs dry), each one
 // message to the receiving inlet. Flow control is by credit, per sender and
 // receiver: a receiver grants `window` elements, and grants again what its
-// node has consumed; a sender with no credit left waits (its upstream is
+// node has consumed (a quarter window at a time, or all when it runs dry);
+// a sender with no credit left waits (its upstream is
 // held back as by a full channel), so a slow consumer holds back its
 // producers and neither side buffers more than window elements per pair.
 // send_all (punctuations) reaches every receiving inlet, in order with the
@@ -123,11 +124,72 @@ struct chan_credit_atom {};
 /// The messages every channel uses (idempotent).
 void register_channel_messages();
 
+/// Batch buffers of element type T that the channels of this process reuse:
+/// a sender takes one for the copy it sends, the node's decoding takes one
+/// for a batch that comes in, and a batch gives its buffer back when it is
+/// destroyed (wherever that is). Without the pool every batch was a malloc
+/// in one thread and a free in another, and glibc kept returning the freed
+/// memory to the kernel (madvise, with TLB shootdowns) and faulting it in
+/// again; measured on remote_pipeline (see docs/performance.md).
+template <class T>
+class batch_pool {
+ public:
+  static batch_pool& get() {
+    static auto* pool = new batch_pool;  // never destroyed: a batch may die during static destruction
+    return *pool;
+  }
+  /// An empty buffer, with the capacity it had (or none).
+  std::vector<T> take() {
+    std::lock_guard<std::mutex> g{mtx_};
+    if (free_.empty()) return {};
+    std::vector<T> v = std::move(free_.back());
+    free_.pop_back();
+    return v;
+  }
+  /// Keeps v's buffer (up to `keep` of them); v is left without one.
+  void give(std::vector<T>& v) noexcept {
+    if (v.capacity() == 0) return;
+    v.clear();
+    std::lock_guard<std::mutex> g{mtx_};
+    if (free_.size() >= keep) return;
+    try {
+      free_.push_back(std::move(v));
+    } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory: v frees its buffer itself
+    }
+  }
+
+ private:
+  batch_pool() = default;
+  static constexpr std::size_t keep = 64;
+  std::mutex mtx_;
+  std::vector<std::vector<T>> free_;
+};
+
+/// The elements of one channel message, in a buffer from batch_pool<T>.
+/// On the wire it is a vector<T>.
+template <class T>
+struct batch {
+  std::vector<T> items;
+
+  batch() : items{batch_pool<T>::get().take()} {}
+  batch(const batch& o) : batch{} { items = o.items; }
+  batch(batch&& o) noexcept : items{std::move(o.items)} {}
+  batch& operator=(const batch& o) {
+    items = o.items;
+    return *this;
+  }
+  batch& operator=(batch&& o) noexcept {
+    items.swap(o.items);  // o gives our old buffer back
+    return *this;
+  }
+  ~batch() { batch_pool<T>::get().give(items); }
+};
+
 template <class T>
 void register_channel_type() {
   static const bool once = [] {
     register_channel_messages();
-    add_message<chan_data_atom, std::uint64_t, std::vector<T>>();
+    add_message<chan_data_atom, std::uint64_t, batch<T>>();
     return true;
   }();
   (void)once;
@@ -204,7 +266,8 @@ class inlet_core {
   /// The inlet's actor handle (to publish).
   const actor& handle() const noexcept { return box_.handle(); }
   const std::string& name() const noexcept { return name_; }
-  /// Grants `n` consumed elements back to `sender`.
+  /// Counts `n` elements of `sender` as consumed. They are granted back a
+  /// quarter window at a time, and all of them when the inlet runs dry.
   void consumed(std::uint64_t sender, std::size_t n);
   /// Ends the inlet normally, after the end of the stream, once every sender
   /// has ended its side (it has all its acknowledgements, so this process
@@ -222,6 +285,7 @@ class inlet_core {
     actor credit_to;
     std::uint32_t dest = 0;
     std::uint64_t received = 0, granted = 0;
+    std::uint64_t consumed = 0;  ///< taken by the reader, not granted back yet
     bool ended = false;
     bool gone = false;  ///< its credit actor ended after its end marker: it has every grant
   };
@@ -236,6 +300,9 @@ class inlet_core {
   /// Counts a batch of `n` from `id`; false (and a failure) when it may not be.
   bool on_data(std::uint64_t id, std::size_t n);
   void fail(const std::string& why);
+  /// Grants the sender what its reader consumed since the last grant.
+  void grant(sender_rec& rec);
+  void grant_all();
 
   actor_system& sys_;
   std::string name_;
@@ -275,9 +342,9 @@ class inlet final : public inlet_core {
     return std::make_shared<inlet>(sys, std::move(name), senders, cfg, open_timeout);
   }
 
-  /// The next batch: waits up to `until`. nullopt: none yet (check ended()).
-  /// Throws channel_error when the channel failed.
-  std::optional<std::pair<std::uint64_t, std::vector<T>>> next(std::chrono::steady_clock::time_point until) {
+  /// The next batch (from sender .first): waits up to `until`. nullopt:
+  /// none yet (check ended()). Throws channel_error when the channel failed.
+  std::optional<std::pair<std::uint64_t, batch<T>>> next(std::chrono::steady_clock::time_point until) {
     if (!wait_ready(until) || batches_.empty()) return std::nullopt;
     auto b = std::move(batches_.front());
     batches_.pop_front();
@@ -286,14 +353,14 @@ class inlet final : public inlet_core {
 
  private:
   bool take_data(troupe::detail::message_node& n) override {
-    if (!n.holds<chan_data_atom, std::uint64_t, std::vector<T>>()) return false;
-    auto& [atom, id, batch] = troupe::detail::values_of<chan_data_atom, std::uint64_t, std::vector<T>>(n);
-    if (on_data(id, batch.size())) batches_.emplace_back(id, std::move(batch));
+    if (!n.holds<chan_data_atom, std::uint64_t, batch<T>>()) return false;
+    auto& [atom, id, b] = troupe::detail::values_of<chan_data_atom, std::uint64_t, batch<T>>(n);
+    if (on_data(id, b.items.size())) batches_.emplace_back(id, std::move(b));
     return true;
   }
   bool has_batch() const noexcept override { return !batches_.empty(); }
 
-  std::deque<std::pair<std::uint64_t, std::vector<T>>> batches_;
+  std::deque<std::pair<std::uint64_t, batch<T>>> batches_;
 };
 
 /// What a sender shares with its credit actor (the type-free part): the
@@ -458,13 +525,14 @@ class outlet final : public outlet_core, public split_out<T> {
     auto& b = batches_[i];
     take_credit(i, b.size());
     count_sent(i, b.size());
+    if (batches_.size() == 1) oldest_ = 0;  // nothing waits any more
     // The batch buffer stays with this thread (hot in its cache); the message
     // gets a copy. Handing the buffer itself over costs more: its memory comes
     // back (malloc) with its lines in the reading core's cache, and filling it
     // again then misses on every line (measured: about half the sender's time).
-    std::vector<T> msg;
-    msg.reserve(b.size());
-    msg.insert(msg.end(), std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()));
+    batch<T> msg;
+    msg.items.reserve(cfg_.batch);
+    msg.items.insert(msg.items.end(), std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()));
     b.clear();
     cl_.system().send(inlet_of(i), chan_data_atom{}, id(), std::move(msg));
   }
@@ -561,8 +629,8 @@ class channel_in : public stream::node<void, T> {
   bool produce() {
     try {
       if (auto b = in_->next(detail::soon())) {
-        for (auto& x : b->second) this->send_next(std::move(x));
-        in_->consumed(b->first, b->second.size());
+        for (auto& x : b->second.items) this->send_next(std::move(x));
+        in_->consumed(b->first, b->second.items.size());
         return true;
       }
       return !in_->ended();
@@ -583,6 +651,14 @@ class channel_in : public stream::node<void, T> {
   std::size_t senders_;
   channel_config cfg_;
   std::shared_ptr<detail::inlet<T>> in_;
+};
+
+/// A channel batch travels as the vector of its elements.
+template <class T>
+struct codec<detail::batch<T>> {
+  static std::string name() { return codec<std::vector<T>>::name(); }
+  static void write(writer& w, const detail::batch<T>& b) { codec<std::vector<T>>::write(w, b.items); }
+  static void read(reader& r, detail::batch<T>& b) { codec<std::vector<T>>::read(r, b.items); }
 };
 
 }  // namespace troupe::net

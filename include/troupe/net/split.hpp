@@ -345,13 +345,14 @@ class segment : public stream::node<void, void> {
         b = in.next(soon());
         if (!b) return true;
       }
-      for (auto& x : b->second) {
+      auto& items = b->second.items;
+      for (auto& x : items) {
         meter_.seen(x);
         node_.consume(x);
       }
-      meter_.count(b->second.size());
+      meter_.count(items.size());
       if constexpr (emits) stats_->out.store(out_->emitted(), std::memory_order_relaxed);
-      in.consumed(b->first, b->second.size());
+      in.consumed(b->first, items.size());
       return true;
     }
   }
