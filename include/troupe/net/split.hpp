@@ -315,16 +315,26 @@ class segment : public stream::node<void, void> {
     }
   }
 
-  bool step() {
+  void check_cancelled() const {
     if (plan_->cancelled->load(std::memory_order_relaxed))
       throw channel_error("troupe::net::split: stage " + std::to_string(plan_->stage) + " replica " +
                           std::to_string(global_) + ": cancelled");
+  }
+
+  bool step() {
     if constexpr (!takes) {
+      // A source takes one step per element: the shared flag and the
+      // counters are looked at once in 1024 steps, and at each pause (the
+      // flag's line is often not in this core's cache: its load took a third
+      // of the step).
+      if ((++steps_ & 1023) == 0) {
+        check_cancelled();
+        if constexpr (emits) stats_->out.store(out_->emitted(), std::memory_order_relaxed);
+      }
       const bool going = node_.produce();
-      if constexpr (emits)
-        if ((++steps_ & 1023) == 0) stats_->out.store(out_->emitted(), std::memory_order_relaxed);
       auto& at = troupe::detail::node_access::resume_at(static_cast<stream::emitter<Out>&>(node_));
-      if (at != 0) {
+      if (at != 0) {  // a paced source: it sleeps now (so cancelling is seen at each pause too)
+        check_cancelled();
         if constexpr (emits) out_->idle();
         const auto t = stream::now();
         if (at > t) std::this_thread::sleep_for(std::chrono::nanoseconds{at - t});
@@ -333,6 +343,7 @@ class segment : public stream::node<void, void> {
       if (!going) finish();
       return going;
     } else {
+      check_cancelled();
       auto& in = *plan_->inlets.at(local_);
       auto b = in.next(std::chrono::steady_clock::time_point{});
       if (!b) {
