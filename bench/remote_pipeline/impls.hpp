@@ -36,7 +36,7 @@
 //   troupe        troupe::net::split of pipeline{source, forwarder, sink}
 //                 over plaintext TCP (security::plaintext); channel sizes
 //                 at their defaults (batch 1024, max_delay 1 ms, window
-//                 32768); 1 worker per process, plus one thread per split
+//                 65536); 1 worker per process, plus one thread per split
 //                 replica, the node's I/O thread and ZeroMQ's
 //   troupe_curve  the same with CURVE (a key pair per process, made before
 //                 the fork; each node trusts the other's public key)

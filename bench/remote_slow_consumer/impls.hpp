@@ -35,7 +35,7 @@
 // Impls:
 //   troupe  troupe::net::split of pipeline{source, sink}, placement "0;1",
 //           plaintext, channel sizes at their defaults (batch 1024, window
-//           32768: the credit holds the source back); 1 worker per process
+//           65536: the credit holds the source back); 1 worker per process
 //   zmq     raw ZeroMQ PUSH -> PULL, 1024 tuples per message, default
 //           high-water marks (1000 messages per socket: up to ~24 MiB queued
 //           on each side, plus the kernel's socket buffers) as the only
