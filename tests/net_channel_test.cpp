@@ -175,6 +175,40 @@ TEST(net_channel, channel_out_to_channel_in_in_one_process_counts_exactly) {
   EXPECT_EQ(*values.rbegin(), 100'002u);
 }
 
+namespace {
+struct pooled_probe {
+  std::uint64_t a, b;
+};
+}  // namespace
+
+TEST(net_channel, batch_buffers_go_back_to_a_bounded_pool) {
+  using pool_batch = net::detail::batch<pooled_probe>;
+  const pooled_probe* first = nullptr;
+  {
+    pool_batch b;
+    b.items.resize(1000);
+    first = b.items.data();
+  }
+  {
+    pool_batch again;  // the buffer the last batch gave back, emptied
+    EXPECT_EQ(again.items.data(), first);
+    EXPECT_TRUE(again.items.empty());
+    EXPECT_GE(again.items.capacity(), 1000u);
+    pool_batch moved{std::move(again)};
+    EXPECT_EQ(moved.items.data(), first);
+  }
+  // 100 batches die with a buffer each: the pool keeps 64 of them at most.
+  {
+    std::vector<pool_batch> many(100);
+    for (auto& b : many) b.items.resize(10);
+  }
+  std::vector<pool_batch> taken(100);
+  std::size_t with_room = 0;
+  for (auto& b : taken) with_room += b.items.capacity() > 0 ? 1 : 0;
+  EXPECT_GT(with_room, 0u);
+  EXPECT_LE(with_room, 64u);
+}
+
 TEST(net_split, one_rank_runs_the_plain_graph) {
   duo d;
   auto out = std::make_shared<seen>();
