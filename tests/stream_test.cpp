@@ -604,6 +604,20 @@ TEST(stream_metrics, histogram_percentiles_match_known_values) {
   EXPECT_TRUE(within(h.percentile(0.95), 950'000)) << h.percentile(0.95);
   EXPECT_TRUE(within(h.min(), 1000)) << h.min();
   EXPECT_TRUE(within(h.max(), 1'000'000)) << h.max();
+  // The sum, each value taken as the middle of its bucket: within 1/32.
+  const double sum = 1000.0 * 1001 / 2 * 1000;
+  EXPECT_NEAR(h.approximate_sum(), sum, sum / 32);
+  st::latency_histogram small;  // values below 16 have a bucket each: exact
+  for (std::uint64_t v : {0U, 3U, 3U, 15U}) small.record(v);
+  EXPECT_EQ(small.approximate_sum(), 21.0);
+  EXPECT_EQ(st::latency_histogram{}.approximate_sum(), 0.0);
+}
+
+TEST(stream_metrics, to_json_escapes_names_and_keeps_control_characters_visible) {
+  st::graph_metrics m;
+  m.nodes.push_back(st::node_metrics{.name = "a\"b\\c\nd"});
+  const auto json = m.to_json();
+  EXPECT_NE(json.find("\"name\":\"a\\\"b\\\\c\\u000ad\""), std::string::npos) << json;
 }
 
 // ---------------------------------------------------------------- idle graphs

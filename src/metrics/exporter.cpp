@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "troupe/detail/text.hpp"
+
 namespace troupe::metrics {
 
 extern const char* const dashboard_html;  // dashboard.html, embedded at build time
@@ -42,24 +44,6 @@ std::string escape_label(const std::string& v) {
     else if (c == '"') out += "\\\"";
     else if (c == '\n') out += "\\n";
     else out += c;
-  }
-  return out;
-}
-
-std::string escape_json(const std::string& v) {
-  std::string out;
-  out.reserve(v.size());
-  for (unsigned char c : v) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
   }
   return out;
 }
@@ -273,24 +257,13 @@ struct exporter::impl {
         const std::string gl = "graph=\"" + escape_label(g.name) + "\"";
         for (double q : {0.5, 0.9, 0.99, 1.0})
           f.sample(gl + ",quantile=\"" + num(q) + "\"", num(static_cast<double>(g.m.latency.percentile(q)) * 1e-9));
-        f.sample(gl, num(approximate_sum_ns(g.m.latency) * 1e-9), "_sum")
-            .sample(gl, num(g.m.latency.count()), "_count");
+        f.sample(gl, num(g.m.latency.approximate_sum() * 1e-9), "_sum").sample(gl, num(g.m.latency.count()), "_count");
       }
     }
     family running{o, "troupe_stream_graph_running", "gauge", "1 while the graph runs, 0 once it has ended."};
     for (auto& g : s.graphs) running.sample("graph=\"" + escape_label(g.name) + "\"", g.done ? "0" : "1");
     family elapsed{o, "troupe_stream_graph_elapsed_seconds", "gauge", "Seconds since the graph started."};
     for (auto& g : s.graphs) elapsed.sample("graph=\"" + escape_label(g.name) + "\"", num(g.m.elapsed_s));
-  }
-
-  static double approximate_sum_ns(const stream::latency_histogram& h) {
-    // count() and percentile() are all the histogram shows: rebuild the sum
-    // from its quantiles at 1% steps (each a bucket's lower bound).
-    const auto n = h.count();
-    if (n == 0) return 0;
-    double sum = 0;
-    for (int i = 0; i < 100; ++i) sum += static_cast<double>(h.percentile((i + 0.5) / 100.0));
-    return sum / 100.0 * static_cast<double>(n);
   }
 
   std::string json() {
@@ -302,9 +275,10 @@ struct exporter::impl {
       << ",\"uptime_s\":" << num(s.uptime_s) << "},\"graphs\":[";
     for (std::size_t gi = 0; gi < s.graphs.size(); ++gi) {
       auto& g = s.graphs[gi];
-      o << (gi ? "," : "") << "{\"name\":\"" << escape_json(g.name) << "\",\"elapsed_s\":" << num(g.m.elapsed_s)
-        << ",\"done\":" << (g.done ? "true" : "false") << ",\"cancelled\":" << (g.cancelled ? "true" : "false")
-        << ",\"failed\":" << g.failed << ",\"latency_ns\":{\"count\":" << g.m.latency.count();
+      o << (gi ? "," : "") << "{\"name\":\"" << troupe::detail::json_escaped(g.name)
+        << "\",\"elapsed_s\":" << num(g.m.elapsed_s) << ",\"done\":" << (g.done ? "true" : "false")
+        << ",\"cancelled\":" << (g.cancelled ? "true" : "false") << ",\"failed\":" << g.failed
+        << ",\"latency_ns\":{\"count\":" << g.m.latency.count();
       for (auto [label, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}})
         o << ",\"" << label << "\":" << g.m.latency.percentile(q);
       o << "},\"stages\":[";
@@ -314,7 +288,8 @@ struct exporter::impl {
         const bool first = i == 0 || n.stage != g.m.nodes[i - 1].stage;
         if (first) {
           if (open) o << "]},";
-          o << "{\"index\":" << n.stage << ",\"name\":\"" << escape_json(n.name) << "\",\"replicas\":[";
+          o << "{\"index\":" << n.stage << ",\"name\":\"" << troupe::detail::json_escaped(n.name)
+            << "\",\"replicas\":[";
           open = true;
         } else {
           o << ',';

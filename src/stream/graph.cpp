@@ -15,6 +15,7 @@
 #include "troupe/detail/assert.hpp"
 #include "troupe/detail/runner.hpp"
 #include "troupe/detail/system_access.hpp"
+#include "troupe/detail/text.hpp"
 #include "troupe/detail/tuning.hpp"
 
 namespace troupe::stream {
@@ -48,24 +49,26 @@ std::uint64_t latency_histogram::percentile(double q) const noexcept {
   return lower_bound(buckets - 1);
 }
 
-namespace {
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out += c;
+double latency_histogram::approximate_sum() const noexcept {
+  // Each value counts as the middle of its bucket (values below 2^sub_bits
+  // have a bucket each: exact); the last bucket has no upper end.
+  double sum = 0;
+  for (int i = 0; i < buckets; ++i) {
+    const auto n = counts_[i].load(std::memory_order_relaxed);
+    if (n == 0) continue;
+    const auto lo = static_cast<double>(lower_bound(i));
+    const double hi = i + 1 < buckets ? static_cast<double>(lower_bound(i + 1)) - 1 : lo;
+    sum += static_cast<double>(n) * (lo + hi) / 2;
   }
-  return out;
+  return sum;
 }
-}  // namespace
 
 std::string graph_metrics::to_json() const {
   std::ostringstream o;
   o << "{\"elapsed_s\":" << elapsed_s << ",\"nodes\":[";
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     auto& n = nodes[i];
-    o << (i ? "," : "") << "{\"name\":\"" << json_escape(n.name) << "\",\"replica\":" << n.replica
+    o << (i ? "," : "") << "{\"name\":\"" << troupe::detail::json_escaped(n.name) << "\",\"replica\":" << n.replica
       << ",\"dedicated\":" << (n.dedicated ? "true" : "false") << ",\"items_in\":" << n.items_in
       << ",\"stage\":" << n.stage << ",\"items_out\":" << n.items_out << ",\"failed\":" << n.failed
       << ",\"queued\":" << n.queued << ",\"capacity\":" << n.capacity

@@ -58,6 +58,9 @@ class latency_histogram {
   std::uint64_t count() const noexcept;
   /// The value at quantile q in [0, 1] (a bucket's lower bound); 0 when empty.
   std::uint64_t percentile(double q) const noexcept;
+  /// The sum of the recorded values, each taken as the middle of its
+  /// bucket (within 1/32 of the true sum; exact below 16).
+  double approximate_sum() const noexcept;
   std::uint64_t min() const noexcept { return percentile(0.0); }
   std::uint64_t max() const noexcept { return percentile(1.0); }
 
