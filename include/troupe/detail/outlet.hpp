@@ -42,7 +42,11 @@ class emit_target {
       ++sent_;
       return;
     }
-    send_routed(std::move(v));  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
+    // A small value goes to the slow path by value: v then needs no address,
+    // and the fast path no store of it to the stack.
+    if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) <= 16)
+      send_slow(v);                  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
+    else send_routed(std::move(v));  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
   }
   /// Everything but the inline case.
   virtual void send_routed(T&& v) = 0;
@@ -68,7 +72,8 @@ class emit_target {
   ~emit_target() = default;
 
   /// Into channel c; false (v untouched) when full. Pushes are published
-  /// (made visible, and an idle consumer woken) in groups of publish_every_,
+  /// (made visible, and an idle consumer woken) in groups (the ring's
+  /// publish group, set by the producing outlet),
   /// when the channel is full, and at every batch end, block, pause or close
   /// of the producer (sweep, close): an element waits at most for its
   /// producer's next few pushes, and a consumer that polls an almost empty
@@ -76,7 +81,7 @@ class emit_target {
   [[gnu::always_inline]] bool push(channel<T>& c, T&& v) {
     auto& r = c.ring;
     if (r.try_emplace_unpublished(std::move(v))) {
-      if (r.unpublished() >= publish_every_) publish(c);
+      if (r.group_due()) publish(c);
       return true;
     }
     publish(c);  // full: the consumer must see what it holds
@@ -85,9 +90,9 @@ class emit_target {
   static void publish(channel<T>& c) noexcept {
     if (c.ring.publish() && !c.consumer->active()) c.consumer->wake();
   }
+  [[gnu::noinline]] void send_slow(T v) { send_routed(std::move(v)); }
 
   channel<T>* fast_ = nullptr;  ///< the one channel, while nothing is parked (else null)
-  std::size_t publish_every_ = 1;
   std::uint64_t sent_ = 0;
 };
 
@@ -144,18 +149,19 @@ class outlet final : public emit_target<E> {
     for (auto* p : d.ports) {
       chans_.push_back(p->connect(capacity));
       chans_.back()->producer = self;
+      // A runner publishes its pushes in groups (see push); an entry actor
+      // publishes each one at once.
+      auto& ring = chans_.back()->ring;
+      ring.set_publish_group(self == nullptr ? 1
+                                             : std::clamp<std::size_t>(ring.capacity() / 4, 1, tuning::publish_group));
     }
     route_.emplace(d.route);
-    // A runner publishes its pushes in groups (see push); an entry actor
-    // publishes each one at once.
-    this->publish_every_ =
-        self == nullptr ? 1 : std::clamp<std::size_t>(chans_[0]->ring.capacity() / 4, 1, tuning::publish_group);
     refresh_fast();
   }
 
   void send_routed(E&& v) override {
     ++this->sent_;
-    if (!overflow_.empty()) return park(parked_index(v), std::move(v));
+    if (parked_) return park(parked_index(v), std::move(v));
     const std::size_t n = chans_.size();
     if constexpr (broadcasting<Route>) {
       for (std::size_t i = 0; i + 1 < n; ++i) push_or_park(i, E{v});
@@ -172,7 +178,7 @@ class outlet final : public emit_target<E> {
   }
 
   bool send_if(E& v, std::size_t limit) override {
-    if (!overflow_.empty()) return false;
+    if (parked_) return false;
     auto room = [&](std::size_t i) { return chans_[i]->ring.pushed_size() < limit; };
     auto push_v = [&](std::size_t i) {
       if (!this->push(*chans_[i], std::move(v))) return false;
@@ -194,7 +200,7 @@ class outlet final : public emit_target<E> {
 
   void send_all(E&& v) override {
     ++this->sent_;
-    const bool parked = !overflow_.empty();
+    const bool parked = parked_;
     for (std::size_t i = 0; i < chans_.size(); ++i) {
       E copy =
           i + 1 < chans_.size() ? E{v} : std::move(v);  // NOLINT(bugprone-use-after-move): moved on the last pass only
@@ -207,12 +213,12 @@ class outlet final : public emit_target<E> {
   void watermark(std::uint64_t w) override {
     if (w <= watermark_) return;
     watermark_ = w;
-    if (overflow_.empty()) store_watermark();  // else flush() stores it once the parked elements are in
+    if (!parked_) store_watermark();  // else flush() stores it once the parked elements are in
   }
 
   /// Whether send_if(v, limit) would send now.
   bool would_take(const E& v, std::size_t limit) const {
-    if (!overflow_.empty()) return false;
+    if (parked_) return false;
     auto room = [&](const channel<E>* c) { return c->ring.pushed_size() < std::min(limit, c->ring.capacity()); };
     if constexpr (broadcasting<Route>) {
       return std::all_of(chans_.begin(), chans_.end(), room);
@@ -224,7 +230,7 @@ class outlet final : public emit_target<E> {
     }
   }
 
-  bool blocked() const noexcept { return !overflow_.empty(); }
+  bool blocked() const noexcept { return parked_; }
 
   /// Blocked: the channel to re-check after release (null: any channel).
   channel<E>* blocked_on() const noexcept {
@@ -275,6 +281,7 @@ class outlet final : public emit_target<E> {
       return false;
     }
     overflow_.clear();
+    parked_ = false;
     parked_from_ = 0;
     if (waiting_) {  // C3: we clear what we set, once flushed
       waiting_ = false;
@@ -310,6 +317,7 @@ class outlet final : public emit_target<E> {
   /// Drops what is parked (cancellation).
   void discard() noexcept {
     overflow_.clear();
+    parked_ = false;
     parked_from_ = 0;
     refresh_fast();
   }
@@ -346,11 +354,13 @@ class outlet final : public emit_target<E> {
     } else {
       overflow_.emplace_back(i, std::move(v));
     }
+    parked_ = true;
     this->fast_ = nullptr;
   }
   void push_or_park(std::size_t i, E&& v) {
     if (!this->push(*chans_[i], std::move(v))) {
       overflow_.emplace_back(i, std::move(v));  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
+      parked_ = true;
       this->fast_ = nullptr;
     }
   }
@@ -362,7 +372,7 @@ class outlet final : public emit_target<E> {
       if (take(first + k < n ? first + k : first + k - n)) return true;
     return false;
   }
-  void refresh_fast() noexcept { this->fast_ = chans_.size() == 1 && overflow_.empty() ? chans_[0] : nullptr; }
+  void refresh_fast() noexcept { this->fast_ = chans_.size() == 1 && !parked_ ? chans_[0] : nullptr; }
   // C5: the pushes first, then the watermark; then wake the consumers that
   // sleep (the fence pairs with the one in their release: either they see
   // the watermark, or we see them idle).
@@ -382,6 +392,7 @@ class outlet final : public emit_target<E> {
   std::optional<Route> route_;                       // set by attach
   std::vector<std::pair<std::size_t, E>> overflow_;  // parked: from parked_from_ on (sent before it)
   std::size_t parked_from_ = 0;
+  bool parked_ = false;          // overflow_ holds elements (one byte for the producer's per-element test)
   bool waiting_ = false;         // some channel's `waiting` flag is ours to clear (C3)
   std::uint64_t watermark_ = 0;  // the latest watermark asked for
   std::uint64_t stored_ = 0;     // the latest one stored into the channels

@@ -50,6 +50,7 @@ class spsc_ring {
     if (!try_emplace_unpublished(std::forward<Args>(args)...)) return false;
     // publish() without its test: a push just made next_ > published_.
     published_ = next_;
+    publish_at_ = next_ + group_;
     tail_.store(next_, std::memory_order_release);
     return true;
   }
@@ -63,11 +64,11 @@ class spsc_ring {
   template <class... Args>
   [[nodiscard]] bool try_emplace_unpublished(Args&&... args) {
     const auto t = next_;
-    if (t - cached_head_ > mask_) {
-      cached_head_ = head_.load(std::memory_order_acquire);
-      if (t - cached_head_ > mask_) return false;
+    if (t >= limit_) {
+      limit_ = head_.load(std::memory_order_acquire) + mask_ + 1;
+      if (t >= limit_) return false;
     }
-    TROUPE_ASSERT(t - cached_head_ <= mask_, "R1: a push would overwrite a value not yet consumed");
+    TROUPE_ASSERT(t < limit_, "R1: a push would overwrite a value not yet consumed");
     ::new (slots_[t & mask_].bytes) T(std::forward<Args>(args)...);
     next_ = t + 1;
     return true;
@@ -78,11 +79,21 @@ class spsc_ring {
     TROUPE_ASSERT(published_ <= next_, "R1: published past the producer's index");
     if (next_ == published_) return false;
     published_ = next_;
+    publish_at_ = next_ + group_;
     tail_.store(next_, std::memory_order_release);
     return true;
   }
   /// Producer. Values pushed and not yet published.
   std::size_t unpublished() const noexcept { return next_ - published_; }
+  /// Producer. How many unpublished values make a group (group_due); 1, the
+  /// default: every one.
+  void set_publish_group(std::size_t n) noexcept {
+    group_ = n == 0 ? 1 : n;
+    publish_at_ = published_ + group_;
+  }
+  /// Producer. unpublished() >= the group size, as one comparison with an
+  /// index kept by publish() (the producer's test after every push).
+  bool group_due() const noexcept { return next_ >= publish_at_; }
   /// Producer. Values pushed (published or not) and not yet consumed.
   std::size_t pushed_size() const noexcept { return next_ - head_.load(std::memory_order_acquire); }
 
@@ -168,7 +179,11 @@ class spsc_ring {
   // push, and a consumer polling tail_ must not pull that line each time.
   alignas(cache_line) std::size_t next_ = 0;  // the next slot to fill
   std::size_t published_ = 0;                 // the last value stored in tail_
-  std::size_t cached_head_ = 0;               // the producer's view of head_
+  // The producer's view of head_, as the first index a push may not fill
+  // (head + capacity): the test before every push is one comparison.
+  std::size_t limit_ = mask_ + 1;
+  std::size_t publish_at_ = 1;  // published_ + group_
+  std::size_t group_ = 1;
 };
 
 }  // namespace troupe
