@@ -209,6 +209,31 @@ TEST(net_channel, batch_buffers_go_back_to_a_bounded_pool) {
   EXPECT_LE(with_room, 64u);
 }
 
+// Grants go back a quarter window at a time, or when the inlet runs dry. A
+// sender that has ended must get its last acknowledgement at once, even while
+// another sender keeps the inlet busy (here: for as long as it streams).
+TEST(net_channel, a_sender_that_ended_is_acknowledged_while_another_keeps_the_inlet_busy) {
+  duo d;
+  std::atomic<std::uint64_t> got{0};
+  auto slow = st::sink([&got](const tagged_value&) {
+    if (got.fetch_add(1) % 1000 == 999) std::this_thread::sleep_for(1ms);
+  });
+  constexpr std::uint64_t long_stream = 400'000;
+  numbers busy;  // rank 1's own sender: sender (1, 0)
+  busy.n = long_stream;
+  numbers brief;  // rank 0's sender: sender (0, 0), far less than a quarter window
+  brief.n = 1000;
+  auto in = troupe::spawn_pattern(d.sys1, troupe::pipeline{net::channel_in<tagged_value>(d[1], "c", 2), slow});
+  auto from1 = troupe::spawn_pattern(d.sys1, troupe::pipeline{busy, net::channel_out<tagged_value>(d[1], "c", {1})});
+  while (got.load() < 10'000) std::this_thread::sleep_for(1ms);  // the busy sender fills the inlet
+  auto from0 = troupe::spawn_pattern(d.sys0, troupe::pipeline{brief, net::channel_out<tagged_value>(d[0], "c", {1})});
+  from0.wait();  // its last acknowledgement came
+  EXPECT_LT(got.load(), long_stream) << "the brief sender waited for the busy one to end";
+  from1.wait();
+  in.wait();
+  EXPECT_EQ(got.load(), long_stream + 1000);
+}
+
 TEST(net_split, one_rank_runs_the_plain_graph) {
   duo d;
   auto out = std::make_shared<seen>();

@@ -198,6 +198,7 @@ void inlet_core::on_end(std::uint64_t id, std::uint64_t total) {
   } else {
     rec->ended = true;
     ++ended_;
+    if (rec->consumed != 0) grant(*rec);  // it waits for its last acknowledgement
   }
 }
 
@@ -243,8 +244,10 @@ void inlet_core::consumed(std::uint64_t sender, std::size_t n) {
   rec->consumed += n;
   // Grants go back a quarter window at a time, and whenever the inlet runs
   // dry (wait_ready, close): a grant per batch cost a message each way and
-  // a wake-up of both nodes' I/O threads and the sender, per batch.
-  if (rec->consumed >= std::max(cfg_.batch, cfg_.window / 4)) grant(*rec);
+  // a wake-up of both nodes' I/O threads and the sender, per batch. A sender
+  // that has ended waits for its last acknowledgement: it gets each at once
+  // (other senders may keep the inlet from running dry).
+  if (rec->ended || rec->consumed >= std::max(cfg_.batch, cfg_.window / 4)) grant(*rec);
 }
 
 void inlet_core::grant(sender_rec& rec) {

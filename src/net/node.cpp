@@ -79,8 +79,9 @@ class node_core;
 /// keeps its pages.
 class frame_pool : public std::enable_shared_from_this<frame_pool> {
  public:
-  /// Keeps at most `keep` buffers of at least `reserve` bytes.
-  frame_pool(std::size_t keep, std::size_t reserve) : keep_{keep}, reserve_{reserve} {}
+  /// Keeps at most `keep` buffers, of at least `reserve` bytes (and at most
+  /// 4 x `reserve`: a buffer grown by a huge frame is freed, not kept).
+  frame_pool(std::size_t keep, std::size_t reserve) : keep_{keep}, reserve_{reserve} { free_.reserve(keep); }
   frame_pool(const frame_pool&) = delete;
   frame_pool& operator=(const frame_pool&) = delete;
   ~frame_pool() {
@@ -90,20 +91,28 @@ class frame_pool : public std::enable_shared_from_this<frame_pool> {
   /// A message that owns the bytes of `frame`; `frame` is left empty, with
   /// the storage of a buffer given back earlier (or room reserved).
   zmq::message_t wrap(std::string& frame) {
-    buffer* b = nullptr;
+    std::unique_ptr<buffer> b;
     {
       std::lock_guard<std::mutex> g{mtx_};
       if (!free_.empty()) {
-        b = free_.back();
+        b.reset(free_.back());
         free_.pop_back();
       }
     }
-    if (b == nullptr) b = new buffer{};
+    if (!b) b = std::make_unique<buffer>();
     b->bytes.swap(frame);
     frame.clear();
-    if (frame.capacity() < reserve_) frame.reserve(reserve_);
-    b->home = shared_from_this();
-    return zmq::message_t{b->bytes.data(), b->bytes.size(), &give_back, b};
+    try {
+      if (frame.capacity() < reserve_) frame.reserve(reserve_);
+      b->home = shared_from_this();
+      zmq::message_t m{b->bytes.data(), b->bytes.size(), &give_back, b.get()};
+      b.release();  // ZeroMQ's now: give_back frees or keeps it
+      return m;
+    } catch (...) {
+      frame.swap(b->bytes);  // the frame stays with the caller
+      b->home.reset();
+      throw;
+    }
   }
 
  private:
@@ -114,14 +123,11 @@ class frame_pool : public std::enable_shared_from_this<frame_pool> {
   static void give_back(void* /*data*/, void* hint) noexcept {
     auto* b = static_cast<buffer*>(hint);
     const auto home = std::move(b->home);
-    {
+    if (b->bytes.capacity() <= 4 * home->reserve_) {
       std::lock_guard<std::mutex> g{home->mtx_};
       if (home->free_.size() < home->keep_) {
-        try {
-          home->free_.push_back(b);
-          return;
-        } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory: free it below
-        }
+        home->free_.push_back(b);  // within the capacity reserved: no allocation
+        return;
       }
     }
     delete b;

@@ -40,6 +40,7 @@
 
 #include "troupe/net/channel.hpp"
 #include "troupe/troupe.hpp"
+#include "troupe/util/cache.hpp"
 
 namespace troupe::net {
 
@@ -113,7 +114,19 @@ class split_graph {
   std::vector<stream::graph> parts_;
   std::vector<std::shared_ptr<void>> keep_;
   std::vector<std::shared_ptr<replica_stats>> stats_;
-  std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::atomic<bool>> cancelled_ = make_cancel_flag();
+
+  /// A flag on a cache line of its own: every source segment reads it for
+  /// every element, and a flag that shared its line with counters written by
+  /// other threads missed the cache on most of those reads (a third of the
+  /// source's step in remote_pipeline).
+  static std::shared_ptr<std::atomic<bool>> make_cancel_flag() {
+    struct alignas(cache_line) padded {
+      std::atomic<bool> flag{false};
+    };
+    auto p = std::make_shared<padded>();
+    return {p, &p->flag};
+  }
 };
 
 namespace detail {
@@ -322,19 +335,15 @@ class segment : public stream::node<void, void> {
   }
 
   bool step() {
+    check_cancelled();
     if constexpr (!takes) {
-      // A source takes one step per element: the shared flag and the
-      // counters are looked at once in 1024 steps, and at each pause (the
-      // flag's line is often not in this core's cache: its load took a third
-      // of the step).
-      if ((++steps_ & 1023) == 0) {
-        check_cancelled();
-        if constexpr (emits) stats_->out.store(out_->emitted(), std::memory_order_relaxed);
-      }
+      // A source takes one step per element: its counter is published once
+      // in 1024 steps.
+      if constexpr (emits)
+        if ((++steps_ & 1023) == 0) stats_->out.store(out_->emitted(), std::memory_order_relaxed);
       const bool going = node_.produce();
       auto& at = troupe::detail::node_access::resume_at(static_cast<stream::emitter<Out>&>(node_));
-      if (at != 0) {  // a paced source: it sleeps now (so cancelling is seen at each pause too)
-        check_cancelled();
+      if (at != 0) {  // a paced source: it sleeps now
         if constexpr (emits) out_->idle();
         const auto t = stream::now();
         if (at > t) std::this_thread::sleep_for(std::chrono::nanoseconds{at - t});
@@ -343,7 +352,6 @@ class segment : public stream::node<void, void> {
       if (!going) finish();
       return going;
     } else {
-      check_cancelled();
       auto& in = *plan_->inlets.at(local_);
       auto b = in.next(std::chrono::steady_clock::time_point{});
       if (!b) {
