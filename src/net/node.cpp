@@ -106,7 +106,7 @@ class frame_pool : public std::enable_shared_from_this<frame_pool> {
       if (frame.capacity() < reserve_) frame.reserve(reserve_);
       b->home = shared_from_this();
       zmq::message_t m{b->bytes.data(), b->bytes.size(), &give_back, b.get()};
-      b.release();  // ZeroMQ's now: give_back frees or keeps it
+      [[maybe_unused]] buffer* handed = b.release();  // ZeroMQ's now: give_back frees or keeps it
       return m;
     } catch (...) {
       frame.swap(b->bytes);  // the frame stays with the caller
