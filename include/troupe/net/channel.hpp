@@ -271,7 +271,8 @@ class inlet_core {
   const actor& handle() const noexcept { return box_.handle(); }
   const std::string& name() const noexcept { return name_; }
   /// Counts `n` elements of `sender` as consumed. They are granted back a
-  /// quarter window at a time, and all of them when the inlet runs dry.
+  /// quarter window at a time, all of them when the inlet runs dry, and each
+  /// at once after the sender has ended.
   void consumed(std::uint64_t sender, std::size_t n);
   /// Ends the inlet normally, after the end of the stream, once every sender
   /// has ended its side (it has all its acknowledgements, so this process
