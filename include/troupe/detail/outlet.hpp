@@ -38,15 +38,13 @@ class emit_target {
  public:
   /// Pushes `v` (or parks it when its channel is full). Order per channel is kept.
   void send(T&& v) {
-    if (fast_ != nullptr && push(*fast_, std::move(v))) {
-      ++sent_;
-      return;
+    if (fast_ != nullptr) [[likely]] {
+      if (push(*fast_, std::move(v))) {
+        ++sent_;
+        return;
+      }
     }
-    // A small value goes to the slow path by value: v then needs no address,
-    // and the fast path no store of it to the stack.
-    if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) <= 16)
-      send_slow(v);                  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
-    else send_routed(std::move(v));  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
+    send_slow(v);  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
   }
   /// Everything but the inline case.
   virtual void send_routed(T&& v) = 0;
@@ -90,7 +88,17 @@ class emit_target {
   static void publish(channel<T>& c) noexcept {
     if (c.ring.publish() && !c.consumer->active()) c.consumer->wake();
   }
-  [[gnu::noinline]] void send_slow(T v) { send_routed(std::move(v)); }
+  /// Routed, parked or full. A small value goes as a copy made here: v
+  /// itself then needs no address, and the fast path no store of it to the
+  /// stack.
+  void send_slow(T& v) {
+    if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) <= 16) {
+      T copy = v;
+      send_routed(std::move(copy));
+    } else {
+      send_routed(std::move(v));
+    }
+  }
 
   channel<T>* fast_ = nullptr;  ///< the one channel, while nothing is parked (else null)
   std::uint64_t sent_ = 0;
