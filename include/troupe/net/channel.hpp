@@ -12,8 +12,8 @@
 // `max_delay`, or what there is when the sender's input runs dry), each one
 // message to the receiving inlet. Flow control is by credit, per sender and
 // receiver: a receiver grants `window` elements, and grants again what its
-// node has consumed (a quarter window at a time, or all when it runs dry);
-// a sender with no credit left waits (its upstream is
+// node has consumed (a quarter window at a time, all of it when it runs dry,
+// and at once to a sender that has ended); a sender with no credit left waits (its upstream is
 // held back as by a full channel), so a slow consumer holds back its
 // producers and neither side buffers more than window elements per pair.
 // send_all (punctuations) reaches every receiving inlet, in order with the
