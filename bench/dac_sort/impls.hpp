@@ -3,7 +3,8 @@
 //
 // params:
 //   n         number of integers (10'000'000)
-//   cutoff    troupe: sub-arrays below this size are sorted sequentially (std::sort)
+//   cutoff    troupe, caf: sub-arrays at or below this size are sorted
+//             sequentially (std::sort); n / (4 x workers), see main.cpp
 //   workers   threads used by the parallel implementations (2)
 // Measured region: the sort only (the input is generated before).
 // Figure: wall_s. The table's ratio against std_sort is the speedup.
