@@ -641,6 +641,16 @@ auto split_pipeline(std::uint64_t n, const std::shared_ptr<split_counts>& seen) 
 }
 const auto split_placement = net::placement::parse("0;1;0");
 
+/// The split graphs run flat out in both processes (sanitizers: several
+/// times slower), and only a killed peer must end them: a heartbeat missed
+/// for a while on a loaded machine must not. (Seen once under TSan with
+/// other load: both sides lost each other after 620 ms, before any data.)
+net::node_config split_node(const char* name) {
+  auto c = quick(name);
+  c.heartbeat_timeout = std::chrono::seconds{3};
+  return c;
+}
+
 /// The rank-1 child: binds a port, writes it, runs its part, writes "done ok"
 /// or "done <error>".
 int split_child_main(const char* spec, int out) {
@@ -649,7 +659,7 @@ int split_child_main(const char* spec, int out) {
   const auto space = s.find(' ');
   const std::uint64_t n = std::stoull(s.substr(0, space));
   troupe::actor_system sys{troupe::config{.workers = 2}};
-  net::node node{sys, quick("split child")};
+  net::node node{sys, split_node("split child")};
   net::cluster cl{sys, node, {.rank = 1, .peers = {{s.substr(space + 1), ""}, {"tcp://127.0.0.1:*", ""}}}};
   std::string line = cl.self_address().endpoint + "\n";
   [[maybe_unused]] auto w = write(out, line.data(), line.size());
@@ -666,7 +676,7 @@ int split_child_main(const char* spec, int out) {
 /// Rank 0 in this process and rank 1 in a child.
 struct split_pair {
   troupe::actor_system sys{troupe::config{.workers = 2}};
-  net::node node{sys, quick("split parent")};
+  net::node node{sys, split_node("split parent")};
   std::optional<net::cluster> cl;
   std::unique_ptr<child> rank1;
   explicit split_pair(std::uint64_t n) {
