@@ -13,9 +13,10 @@
 // message to the receiving inlet. Flow control is by credit, per sender and
 // receiver: a receiver grants `window` elements, and grants again what its
 // node has consumed (a quarter window at a time, all of it when it runs dry,
-// and at once to a sender that has ended); a sender with no credit left waits (its upstream is
-// held back as by a full channel), so a slow consumer holds back its
-// producers and neither side buffers more than window elements per pair.
+// and at once to a sender that has ended); a sender with no credit left
+// waits (its upstream is held back as by a full channel), so a slow consumer
+// holds back its producers and neither side buffers more than window
+// elements per pair.
 // send_all (punctuations) reaches every receiving inlet, in order with the
 // elements around it. A channel_out routes with a farm policy over several
 // inlets (round robin, by key, broadcast, least loaded: the one with the
