@@ -121,13 +121,17 @@ def plot_bench(bench, objs, outdir):
             continue
         impls = sorted(first_seen(o["impl"] for o in mobjs),
                        key=lambda i: (IMPL_ORDER.get(i, 9), i))
+        # Only the variants this metric was measured on (instruction counts
+        # use their own small variants): no empty slots on the axis.
+        present = {o["variant"] for o in objs if o["metric"] == metric}
+        panel_variants = [v for v in variants if v in present]
         unit = mobjs[0].get("unit", "")
         higher = mobjs[0].get("higher_is_better", True)
         width = 0.8 / len(impls)
         tops = []
         for j, impl in enumerate(impls):
             xs, meds, lo, hi = [], [], [], []
-            for i, v in enumerate(variants):
+            for i, v in enumerate(panel_variants):
                 o = next((o for o in mobjs if o["variant"] == v and o["impl"] == impl), None)
                 if o is None:
                     continue
@@ -156,8 +160,8 @@ def plot_bench(bench, objs, outdir):
             if positive:
                 ax.set_ylim(0, max(positive) * 1.12)
             ax.yaxis.set_major_formatter(ticker.EngFormatter(sep=" "))
-        ax.set_xticks(range(len(variants)))
-        ax.set_xticklabels(variants, fontsize=8)
+        ax.set_xticks(range(len(panel_variants)))
+        ax.set_xticklabels(panel_variants, fontsize=8)
         ax.set_title(f"{bench}: {metric} ({'higher' if higher else 'lower'} is better; "
                      "median, bars span min-max)", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
