@@ -102,3 +102,31 @@ TEST(mailbox, send_if_to_ended_actor_reports_false) {
   self->receive([](troupe::down_msg&) {});
   EXPECT_FALSE(self->send_if(a, 100, 2));
 }
+
+TEST(mailbox, a_receiver_draining_a_backlog_past_its_budget_stops_counting_what_it_handled) {
+  // Over its soft limit, a receiver drains past its throughput budget in one
+  // activation. Its length must shrink as it goes: senders' overload test, a
+  // held publisher and send_if read it, and a backlog already handled must not
+  // hold them back.
+  troupe::actor_system sys{troupe::config{.workers = 1}};  // throughput 100, soft limit 1024
+  constexpr std::size_t n = 5000, probe = 3000, throughput = 100;
+  std::atomic<bool> release{false};
+  troupe::scoped_actor self{sys};
+  auto me = self.handle();
+  auto a = sys.spawn([&release, me](event_actor& s) {
+    return behavior{[&release](hold_atom) {
+                      while (!release.load()) std::this_thread::sleep_for(1ms);
+                    },
+                    [&s, me](std::size_t i) {
+                      if (i == probe) s.send(me, s.mailbox_size());
+                    }};
+  });
+  self->send(a, hold_atom{});
+  for (std::size_t i = 0; i < n; ++i) self->send(a, i);
+  release = true;
+  std::size_t seen = 0;
+  self->receive([&](std::size_t length) { seen = length; });
+  // After message `probe`: the rest queued, at most one budget handled and not
+  // yet settled, and the message being handled.
+  EXPECT_LE(seen, n - probe + throughput + 1);
+}

@@ -4,6 +4,8 @@
 //     and the cross-thread hand-off (producer thread -> consumer thread)
 //   - moodycamel::ConcurrentQueue (MPMC): enqueue+dequeue on one thread with
 //     and without tokens, bulk, and under contention (->Threads(2))
+//   - a bare cache line bounced between two threads: the floor under all of
+//     them, and a probe of where the host has placed the virtual CPUs
 // No dependency on troupe.
 #include <atomic>
 #include <cstdint>
@@ -70,6 +72,37 @@ void rwq_round_trip(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(rwq_round_trip)->UseRealTime();
+
+/// The floor under every cross-thread hand-off: one cache line bounced
+/// between two threads (each spins until the other's store). On the 2-core
+/// virtual machines this takes ~50-80 ns in some phases and ~320-350 ns in
+/// others (the host places the two virtual CPUs near or far apart); run it
+/// beside a benchmark to tell which phase a figure comes from.
+void cache_line_round_trip(benchmark::State& state) {
+  alignas(64) std::atomic<std::int64_t> line{0};
+  std::atomic<bool> stop{false};
+  std::thread echo{[&] {
+    std::int64_t seen = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const auto v = line.load(std::memory_order_acquire);
+      if (v != seen && (v & 1) != 0) {
+        seen = v + 1;
+        line.store(seen, std::memory_order_release);
+      }
+    }
+  }};
+  std::int64_t next = 1;
+  for (auto _ : state) {
+    line.store(next, std::memory_order_release);
+    while (line.load(std::memory_order_acquire) != next + 1) {
+    }
+    next += 2;
+  }
+  stop.store(true);
+  echo.join();
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(cache_line_round_trip)->UseRealTime();
 
 // -- MPMC: ConcurrentQueue ------------------------------------------------------
 

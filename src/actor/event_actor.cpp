@@ -213,11 +213,17 @@ detail::resume_result event_actor::run(std::size_t throughput) {
     bool drained = false;
     bool gated = false;
     for (;;) {
-      if (handled >= budget) {
+      if (handled >= budget) [[unlikely]] {
         // An overloaded mailbox is drained past the budget, back under the
         // soft limit: otherwise a flood of senders outgrows it forever.
         if (mailbox_size() - consumed <= soft_limit_) break;
         budget += throughput;
+        // Settle what this activation has taken so far, so that the mailbox
+        // length others read (senders' overload test, a held publisher,
+        // send_if's bound) stops counting messages already handled. Safe:
+        // more than soft_limit_ messages remain, and only we take any away.
+        bool freed = false;
+        settle(std::exchange(consumed, 0), freed);
       }
       detail::message_node* n;
       if constexpr (Gated) {
