@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/line_probe.hpp"
+
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
 #define TROUPE_BENCH_CALLGRIND 1
@@ -563,6 +565,9 @@ struct json_context {
   std::string bench, mode, machine, timestamp;
   unsigned cores = 0;
   int runs_requested = 0;
+  // A cache line's round trip between two threads, before and after the
+  // variant's runs (ns; 0 = not measured, as under --instructions).
+  double line_rtt_before_ns = 0, line_rtt_after_ns = 0;
 };
 
 std::string json_common(const json_context& ctx, const variant& v, const cell& c) {
@@ -587,6 +592,9 @@ std::string json_tail(const json_context& ctx, const cell& c) {
   out += ", \"user_s\": " + json_number(median(rusage_field(c, &run_result::user_s)));
   out += ", \"sys_s\": " + json_number(median(rusage_field(c, &run_result::sys_s)));
   out += ", \"peak_rss_kb\": " + json_number(median(rusage_field(c, &run_result::peak_rss_kb)));
+  if (ctx.line_rtt_before_ns > 0 || ctx.line_rtt_after_ns > 0)
+    out +=
+        ", \"line_rtt_ns\": [" + json_number(ctx.line_rtt_before_ns) + ", " + json_number(ctx.line_rtt_after_ns) + "]";
   out += ", \"cores\": " + std::to_string(ctx.cores);
   out += ", \"machine\": " + json_escape(ctx.machine);
   out += ", \"timestamp\": " + json_escape(ctx.timestamp);
@@ -860,6 +868,9 @@ int run_main(int argc, char** argv, const spec& s) {
       row.emplace_back();
       row.back().im = im;
     }
+    // Which phase the machine is in (line_probe.hpp); not under valgrind,
+    // which runs one thread at a time.
+    if (!opt.instructions) ctx.line_rtt_before_ns = line_round_trip_ns();
     for (int r = 1; r <= runs; ++r) {
       for (auto& c : row) {
         if (c.stop) continue;
@@ -895,6 +906,12 @@ int run_main(int argc, char** argv, const spec& s) {
             break;
         }
       }
+    }
+    if (!opt.instructions) {
+      ctx.line_rtt_after_ns = line_round_trip_ns();
+      if (!opt.quiet)
+        std::fprintf(stderr, "[%s | %s] cache line round trip %.0f ns before the runs, %.0f ns after\n", s.name.c_str(),
+                     v.label.c_str(), ctx.line_rtt_before_ns, ctx.line_rtt_after_ns);
     }
     // JSON lines for this variant.
     if (json != nullptr) {

@@ -16,6 +16,7 @@
 #include <concurrentqueue/concurrentqueue.h>
 #include <readerwriterqueue/readerwriterqueue.h>
 
+#include "common/line_probe.hpp"
 #include "common/spin.hpp"
 #include "micro/handoff.hpp"
 
@@ -74,23 +75,11 @@ void rwq_round_trip(benchmark::State& state) {
 BENCHMARK(rwq_round_trip)->UseRealTime();
 
 /// The floor under every cross-thread hand-off: one cache line bounced
-/// between two threads (each spins until the other's store). On the 2-core
-/// virtual machines this takes ~50-80 ns in some phases and ~320-350 ns in
-/// others (the host places the two virtual CPUs near or far apart); run it
-/// beside a benchmark to tell which phase a figure comes from.
+/// between two threads (common/line_probe.hpp); run it beside a benchmark to
+/// tell which phase of the virtual machine a figure comes from.
 void cache_line_round_trip(benchmark::State& state) {
   alignas(64) std::atomic<std::int64_t> line{0};
-  std::atomic<bool> stop{false};
-  std::thread echo{[&] {
-    std::int64_t seen = 0;
-    while (!stop.load(std::memory_order_relaxed)) {
-      const auto v = line.load(std::memory_order_acquire);
-      if (v != seen && (v & 1) != 0) {
-        seen = v + 1;
-        line.store(seen, std::memory_order_release);
-      }
-    }
-  }};
+  bench::line_echo echo{line};
   std::int64_t next = 1;
   for (auto _ : state) {
     line.store(next, std::memory_order_release);
@@ -98,8 +87,6 @@ void cache_line_round_trip(benchmark::State& state) {
     }
     next += 2;
   }
-  stop.store(true);
-  echo.join();
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(cache_line_round_trip)->UseRealTime();
