@@ -78,15 +78,8 @@ BENCHMARK(rwq_round_trip)->UseRealTime();
 /// between two threads (common/line_probe.hpp); run it beside a benchmark to
 /// tell which phase of the virtual machine a figure comes from.
 void cache_line_round_trip(benchmark::State& state) {
-  alignas(64) std::atomic<std::int64_t> line{0};
-  bench::line_echo echo{line};
-  std::int64_t next = 1;
-  for (auto _ : state) {
-    line.store(next, std::memory_order_release);
-    while (line.load(std::memory_order_acquire) != next + 1) {
-    }
-    next += 2;
-  }
+  bench::line_pair pair;
+  for (auto _ : state) pair.round_trip();
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(cache_line_round_trip)->UseRealTime();
