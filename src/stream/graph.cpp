@@ -4,6 +4,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -69,7 +70,7 @@ std::string graph_metrics::to_json() const {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     auto& n = nodes[i];
     o << (i ? "," : "") << "{\"name\":\"" << troupe::detail::json_escaped(n.name) << "\",\"replica\":" << n.replica
-      << ",\"dedicated\":" << (n.dedicated ? "true" : "false") << ",\"items_in\":" << n.items_in
+      << ",\"rank\":" << n.rank << ",\"dedicated\":" << (n.dedicated ? "true" : "false") << ",\"items_in\":" << n.items_in
       << ",\"stage\":" << n.stage << ",\"items_out\":" << n.items_out << ",\"failed\":" << n.failed
       << ",\"queued\":" << n.queued << ",\"capacity\":" << n.capacity
       << ",\"blocked_s\":" << static_cast<double>(n.blocked_ns) * 1e-9 << ",\"late\":" << n.late << "}";
@@ -243,6 +244,8 @@ void runner_base::fail(std::exception_ptr e) noexcept {
   graph_->fail(std::move(e), std::move(err));
 }
 
+void runner_base::fail(std::exception_ptr e, error err) noexcept { graph_->fail(std::move(e), std::move(err)); }
+
 error runner_base::skip(std::exception_ptr e) noexcept {
   failed_.store(failed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   graph_->failed.fetch_add(1, std::memory_order_relaxed);
@@ -269,6 +272,8 @@ stream::node_metrics runner_base::metrics() const {
   stream::node_metrics m;
   m.name = name_;
   m.replica = settings_.replica;
+  m.rank = settings_.rank;
+  m.stage = settings_.stage;
   m.dedicated = settings_.dedicated;
   m.items_in = items_in_.load(std::memory_order_relaxed);
   m.items_out = items_out_.load(std::memory_order_relaxed);
@@ -396,10 +401,17 @@ stream::graph_metrics graph_state::metrics() const {
   for (auto it = runners.rbegin(); it != runners.rend(); ++it) {
     m.nodes.push_back((*it)->metrics());
     auto& n = m.nodes.back();
-    if (n.replica == 0 && m.nodes.size() > 1) ++stage;
-    n.stage = stage;
+    if (!staged) {
+      if (n.replica == 0 && m.nodes.size() > 1) ++stage;
+      n.stage = stage;
+    }
     (*it)->add_latency(m.latency);
   }
+  // A graph split across processes numbered its stages over every process
+  // (edge.hpp): this one's runners and edges, in stage order.
+  if (staged)
+    std::stable_sort(m.nodes.begin(), m.nodes.end(),
+                     [](const stream::node_metrics& a, const stream::node_metrics& b) { return a.stage < b.stage; });
   m.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return m;
 }

@@ -13,18 +13,12 @@
 #include <type_traits>
 #include <utility>
 
+#include "troupe/detail/builder.hpp"
+#include "troupe/detail/edge.hpp"
 #include "troupe/detail/graph_state.hpp"
 #include "troupe/detail/runner.hpp"
 
 namespace troupe::detail {
-
-struct builder {
-  graph_state& graph;
-  std::size_t capacity;          // slots per channel
-  std::size_t default_replicas;  // a farm of 0 replicas: one per worker
-  runner_settings settings;      // of the next runner (placement, replica index, ...)
-  std::size_t threads = 0;       // dedicated threads so far in the current placement group
-};
 
 /// A stream node: a class deriving from stream::node<In, Out>.
 template <class S>
@@ -41,22 +35,6 @@ concept pattern_stage = requires {
   typename S::pattern_tag;
 };
 
-template <class Runner>
-Runner& add_runner(builder& b, std::unique_ptr<Runner> r) {
-  auto& ref = *r;
-  b.graph.runners.push_back(std::move(r));
-  return ref;
-}
-
-/// The settings of the next runner (a dedicated one gets the next thread
-/// slot). A node that blocks (needs_own_thread, e.g. seq_actor) always gets
-/// a thread of its own.
-inline runner_settings next_settings(builder& b, bool needs_own_thread = false) {
-  auto s = b.settings;
-  if (needs_own_thread) s.dedicated = true;
-  if (s.dedicated) s.thread_index = b.threads++;
-  return s;
-}
 template <class N>
 inline constexpr bool needs_own_thread = requires { requires N::needs_own_thread; };
 
@@ -68,17 +46,41 @@ auto build_stage(builder& b, const P& p, const Next& next) {
     static_assert(node_stage<P>, "troupe: a stage must be a stream node or a pattern");
     using In = typename P::in_type;
     using Out = typename P::out_type;
-    auto& r = add_runner(
-        b, std::make_unique<runner<P, Tagged, Next>>(b.graph, p, next_settings(b, needs_own_thread<P>), *b.graph.sys));
-    if constexpr (!std::is_void_v<Out>) r.attach(next, b.capacity);
+    const auto s = next_settings(b, needs_own_thread<P>);
+    using E = wire<In, Tagged>;
+    port<std::conditional_t<std::is_void_v<E>, char, E>>* entry = nullptr;
+    if (runs_here(b, s)) {
+      auto& r = add_runner(b, std::make_unique<runner<P, Tagged, Next>>(b.graph, p, s, *b.graph.sys));
+      if constexpr (!std::is_void_v<Out>) r.attach(next, b.capacity);
+      local_slot(b, r, next);
+      if constexpr (!std::is_void_v<In>) entry = &r;
+    } else {
+      entry = remote_slot<E>(b, s, !std::is_void_v<Out> && emits_watermarks<P>, next);
+    }
     if constexpr (std::is_void_v<In>) {
       return no_downstream{};
     } else {
-      downstream<wire<In, Tagged>, direct> d;
-      d.ports.push_back(&r);
+      downstream<E, direct> d;
+      d.ports.push_back(entry);
       return d;
     }
   }
+}
+
+/// An ordered farm's reorder stage (runner.hpp), before `next`; returns its port.
+template <class Out, bool Tagged, class Next>
+downstream<tagged<Out>, direct> build_reorder(builder& b, const Next& next) {
+  const auto s = next_settings(b);
+  downstream<tagged<Out>, direct> into;
+  if (runs_here(b, s)) {
+    auto& order = add_runner(b, std::make_unique<reorder_runner<Out, Tagged, Next>>(b.graph, s));
+    order.attach(next, b.capacity);
+    local_slot(b, order, next);
+    into.ports.push_back(&order);
+  } else {
+    into.ports.push_back(remote_slot<tagged<Out>>(b, s, false, next));
+  }
+  return into;
 }
 
 /// What build_stage<Tagged> of P returns when followed by Next.

@@ -95,6 +95,9 @@ struct runner_settings {
   bool dedicated = false;        // its own thread instead of the scheduler
   affinity cores;                // dedicated: where its thread may run
   std::size_t thread_index = 0;  // dedicated: its index in `cores`
+  std::size_t rank = 0;          // the process that runs it (a graph split across processes; edge.hpp)
+  std::size_t slot = 0;          // its place in the graph's build order, the same in every process
+  std::size_t stage = 0;         // which stage, front to back (metrics)
 };
 
 /// One node replica: what the scheduler (or its own thread) runs.
@@ -138,6 +141,16 @@ class runner_base : public resumable {
   bool dedicated() const noexcept { return settings_.dedicated; }
   const std::string& name() const noexcept { return name_; }
   stream::node_metrics metrics() const;
+  const runner_settings& settings() const noexcept { return settings_; }
+  /// The builder numbers the stages once every runner is made.
+  void set_stage(std::size_t s) noexcept { settings_.stage = s; }
+  /// A graph split across processes: whether watermarks reach this runner
+  /// is known from the whole graph (edge.hpp), before start.
+  void set_event_time() noexcept {
+    if (event_time_) return;
+    event_time_ = true;
+    entered_event_time();
+  }
   virtual std::size_t queued() const noexcept { return 0; }
   virtual std::size_t capacity() const noexcept { return 0; }
   virtual std::uint64_t late() const noexcept { return 0; }
@@ -182,6 +195,8 @@ class runner_base : public resumable {
   /// A node threw (failure::cancel, or outside an element): records the
   /// exception and cancels the graph.
   void fail(std::exception_ptr e) noexcept;
+  /// The graph fails with `e`, described as `err`, and is cancelled.
+  void fail(std::exception_ptr e, error err) noexcept;
   /// failure::skip: an element was dropped; reports it (errors_to) and
   /// returns the error that describes it (for its requester, if any).
   error skip(std::exception_ptr e) noexcept;
@@ -206,6 +221,7 @@ class runner_base : public resumable {
   }
 
   graph_state* graph_;
+  std::string name_;  // set before the graph starts
 
  private:
   void launch() noexcept;
@@ -218,11 +234,10 @@ class runner_base : public resumable {
   std::atomic<std::uint64_t> blocked_ns_{0};     // single writer: the runner
   std::atomic<std::uint64_t> blocked_since_{0};  // stream::now() when an output filled up; 0: not blocked
   void count_blocked(std::uint64_t since) noexcept;
-  std::string name_;
 
  protected:
-  const runner_settings settings_;
-  bool event_time_ = false;  // immutable once the graph has started
+  runner_settings settings_;  // immutable once the graph has started
+  bool event_time_ = false;   // idem
 };
 
 /// One producer replica -> one consumer replica.
@@ -264,7 +279,13 @@ struct channel {
 template <class T>
 class port {
  public:
-  virtual channel<T>* connect(std::size_t capacity) = 0;
+  /// A channel from `producer` (null: an entry actor) into this replica.
+  virtual channel<T>* connect(std::size_t capacity, runner_base* producer) = 0;
+  /// The runner that takes what enters here: the consumer replica itself,
+  /// or the edge that sends it to the replica in another process (edge.hpp).
+  virtual runner_base& taker() noexcept = 0;
+  /// Whether the replica runs in another process.
+  virtual bool remote() const noexcept { return false; }
 
  protected:
   ~port() = default;
@@ -274,10 +295,12 @@ class port {
 template <class T>
 class input_side : public port<T> {
  public:
-  channel<T>* connect(std::size_t capacity) override {
+  channel<T>* connect(std::size_t capacity, runner_base* producer) override {
     inputs_.push_back(std::make_unique<channel<T>>(capacity, owner_));
+    inputs_.back()->producer = producer;
     return inputs_.back().get();
   }
+  runner_base& taker() noexcept override { return *owner_; }
 
  protected:
   /// Some producer's outputs carry watermarks.

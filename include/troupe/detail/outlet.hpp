@@ -155,8 +155,7 @@ class outlet final : public emit_target<E> {
   void attach(const downstream<E, Route>& d, std::size_t capacity, runner_base* self) {
     if (d.ports.empty()) throw std::logic_error("troupe stream: a stage has no downstream replica");
     for (auto* p : d.ports) {
-      chans_.push_back(p->connect(capacity));
-      chans_.back()->producer = self;
+      chans_.push_back(p->connect(capacity, self));
       // A runner publishes its pushes in groups (see push); an entry actor
       // publishes each one at once.
       auto& ring = chans_.back()->ring;

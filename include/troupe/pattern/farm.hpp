@@ -132,11 +132,7 @@ class farm {
       const auto saved = b.settings;
       b.settings.replica = 0;
       b.settings.replicas = 1;
-      auto& order = detail::add_runner(
-          b, std::make_unique<detail::reorder_runner<out_type, Tagged, Next>>(b.graph, detail::next_settings(b)));
-      order.attach(next, b.capacity);
-      detail::downstream<detail::tagged<out_type>, detail::direct> into;
-      into.ports.push_back(&order);
+      auto into = detail::build_reorder<out_type, Tagged>(b, next);
       auto replicas = replicate<true>(b, into, n);
       b.settings.replica = 0;
       b.settings.replicas = 1;
@@ -157,24 +153,32 @@ class farm {
   template <bool Tagged, class Next>
   auto replicate(detail::builder& b, const Next& next, std::size_t n) const {
     const auto saved = b.settings;
+    const auto saved_ranks = b.ranks;
     b.settings.replicas = n;
+    // Split across processes: replica i runs on the i-th rank, cycling.
+    auto place = [&](std::size_t i) {
+      b.settings.replica = i;
+      if (saved_ranks.size() > 1) b.ranks = {saved_ranks[i % saved_ranks.size()]};
+    };
     if constexpr (std::is_void_v<in_type>) {
       for (std::size_t i = n; i-- > 0;) {
-        b.settings.replica = i;
+        place(i);
         detail::build_stage<Tagged>(b, p_, next);
       }
       b.settings = saved;
+      b.ranks = saved_ranks;
       return detail::no_downstream{};
     } else {
       detail::downstream<detail::wire<in_type, Tagged>, Policy> d{{}, policy_};
       // Last replica first: the graph is built back to front, and its metrics
       // list the runners in reverse build order (front to back).
       for (std::size_t i = n; i-- > 0;) {
-        b.settings.replica = i;
+        place(i);
         auto sub = detail::build_stage<Tagged>(b, p_, next);
         d.ports.insert(d.ports.begin(), sub.ports.begin(), sub.ports.end());
       }
       b.settings = saved;
+      b.ranks = saved_ranks;
       return d;
     }
   }

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -54,6 +55,21 @@ struct spawn_check {
 inline void check_options(const stream::options& o) {
   if (o.capacity == 0) throw std::invalid_argument("stream options: capacity must be at least 1");
   if (o.batch == 0) throw std::invalid_argument("stream options: batch must be at least 1");
+}
+
+/// The builder of a graph, with its options' settings.
+inline builder make_builder(graph_state& g) {
+  const auto& o = g.opts;
+  builder b{g, o.capacity, g.sys->worker_count(), {}, 0, nullptr, {}, 0};
+  b.settings.batch = o.batch;
+  b.settings.latency_sample = o.latency_sample;
+  b.settings.on_error = o.on_error;
+  if (o.placement.own_thread_each()) {
+    b.settings.dedicated = true;
+    b.settings.cores = affinity::parse_for_machine(o.placement.cores());
+  }
+  if (!o.placement.rank_list().empty()) b.ranks = o.placement.rank_list();
+  return b;
 }
 
 /// Why an entry takes no more input.
@@ -113,14 +129,7 @@ stream::graph spawn_pattern(actor_system& sys, const P& pattern, stream::options
     detail::check_options(opts);
     auto st = std::make_shared<d::graph_state>(sys, std::move(opts));
     auto& o = st->opts;
-    d::builder b{*st, o.capacity, sys.worker_count(), {}, 0};
-    b.settings.batch = o.batch;
-    b.settings.latency_sample = o.latency_sample;
-    b.settings.on_error = o.on_error;
-    if (o.placement.own_thread_each()) {
-      b.settings.dedicated = true;
-      b.settings.cores = affinity::parse_for_machine(o.placement.cores());
-    }
+    auto b = d::make_builder(*st);
     actor entry;
     if constexpr (answers) {
       auto last = d::build_stage<false>(b, d::reply_sink<Out>{o.results_to}, d::no_downstream{});
@@ -136,5 +145,55 @@ stream::graph spawn_pattern(actor_system& sys, const P& pattern, stream::options
     return stream::graph{std::move(st), std::move(entry)};
   }
 }
+
+namespace ext {
+
+/// Spawns this process's part of `pattern`, a graph from sources to sinks
+/// split across the processes of `where` (detail/edge.hpp): the runners of
+/// this rank, and the edges to and from the others. Every process calls it
+/// with the same description, `name` and `cfg`. It publishes this rank's
+/// inlets, then finds the other ranks' (blocking up to the peers' connect
+/// timeout; the exception names what was missing), then starts. The graph
+/// handle works as spawn_pattern's: wait, error, done, cancel, metrics (of
+/// this rank's part). Throws std::invalid_argument for a placement that
+/// names a rank outside `where`.
+template <class P>
+stream::graph spawn_split(actor_system& sys, const P& pattern, peers& where, std::string name, edge_config cfg,
+                          stream::options opts = {}) {
+  static_assert(sizeof(detail::spawn_check<P>) > 0);  // the diagnostics
+  static_assert(!stage<P> || (std::is_void_v<detail::in_type_of<P>> && std::is_void_v<detail::out_type_of<P>>),
+                "troupe: a graph split across processes must run from sources to sinks");
+  constexpr bool ok = stage<P> && detail::well_formed<P>::value && std::is_void_v<detail::in_type_of<P>> &&
+                      std::is_void_v<detail::out_type_of<P>>;
+  if constexpr (!ok) {
+    return {};
+  } else {
+    namespace d = detail;
+    d::check_options(opts);
+    if (cfg.batch == 0 || cfg.window < cfg.batch)
+      throw std::invalid_argument("troupe: the edges of a split graph need 0 < batch <= window (batch " +
+                                  std::to_string(cfg.batch) + ", window " + std::to_string(cfg.window) + ")");
+    auto st = std::make_shared<d::graph_state>(sys, std::move(opts));
+    auto b = d::make_builder(*st);
+    d::split_plan plan;
+    plan.peers = &where;
+    plan.name = std::move(name);
+    plan.cfg = cfg;
+    b.split = &plan;
+    d::build_stage<false>(b, pattern, d::no_downstream{});
+    for (auto& slot : plan.slots)
+      if (slot.rank >= where.size())
+        throw std::invalid_argument("troupe: a split graph places a replica on rank " + std::to_string(slot.rank) +
+                                    ", but there are " + std::to_string(where.size()) + " ranks");
+    d::settle_split(plan, *st);
+    d::drop_idle_senders(plan, *st);
+    for (auto& [consumer, r] : plan.receivers) r->publish_inlet();
+    for (auto* s : plan.senders) s->resolve();
+    st->launch(st);
+    return stream::graph{std::move(st), actor{}};
+  }
+}
+
+}  // namespace ext
 
 }  // namespace troupe

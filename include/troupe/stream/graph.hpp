@@ -34,6 +34,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <utility>
 
 #include "troupe/actor/actor.hpp"
@@ -43,6 +44,14 @@
 #include "troupe/stream/options.hpp"
 
 namespace troupe::stream {
+
+/// A graph split across processes lost its edge to another process: a peer
+/// was lost, or the part of the graph there failed. The message names the
+/// peer (graph::wait() throws it; graph::error() is remote_unreachable).
+class edge_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// A spawned stream graph. Copies share the graph; the graph runs until its
 /// end of stream (or cancel) whether or not a handle is left.

@@ -85,6 +85,7 @@ class latency_histogram {
 struct node_metrics {
   std::string name;         ///< the node's type (or its lambda form: map, filter, ...)
   std::size_t replica = 0;  ///< index among the replicas of the same stage
+  std::size_t rank = 0;     ///< the process that runs it (a graph split across processes)
   bool dedicated = false;   ///< runs on its own thread
   std::uint64_t items_in = 0;
   std::uint64_t items_out = 0;
@@ -101,7 +102,7 @@ struct graph_metrics {
   latency_histogram latency;  ///< every sink's measurements together
   double elapsed_s = 0;       ///< since the graph started
   /// {"elapsed_s":..,"nodes":[..],"latency_ns":{"count":..,"min":..,"p5":..,...,"max":..}}
-  /// (each node: name, replica, stage, dedicated, items_in, items_out, failed,
+  /// (each node: name, replica, rank, stage, dedicated, items_in, items_out, failed,
   /// queued, capacity, blocked_s, late)
   std::string to_json() const;
 };

@@ -1,0 +1,85 @@
+// layer: actor (ext: the seam for optional modules)
+// owned_cell.hpp: an actor that no worker runs. Its owner (a stream runner,
+// a network I/O thread) takes the messages from its mailbox itself; the
+// sender that finds the mailbox empty calls notify(), and the owner must
+// then drain it again. Monitors, links and exits work as for any actor.
+//   class inbox final : public troupe::ext::owned_cell {
+//     using owned_cell::owned_cell;
+//     void notify() noexcept override { owner_wake(); }   // any thread
+//   };
+//   auto* cell = new inbox{sys};        // the handle owns it:
+//   troupe::actor a = cell->adopt();    // publish `a`, send it mail
+//   cell->drain([](troupe::message& m) { ... });   // owner, after a notify
+//   cell->end(troupe::error{});         // owner: monitors see it go
+// Ordering: a notify() comes after the message that caused it is visible to
+// take(); an owner that drains until the mailbox settles at zero misses
+// nothing (the next message notifies again).
+// Cost: as an actor's mailbox (one fetch_add and one exchange per message).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+#include "troupe/actor/actor.hpp"
+#include "troupe/actor/message.hpp"
+#include "troupe/detail/actor_cell.hpp"
+
+namespace troupe::ext {
+
+class owned_cell : public actor_cell {
+ public:
+  /// The mail a take() returns (owning; destroys the message).
+  using mail = std::unique_ptr<detail::message_node, detail::message_deleter>;
+
+  explicit owned_cell(actor_system& sys) : actor_cell{sys} { drop_spawn_token(); }
+
+  /// The first handle: the cell lives as long as handles or mail keep it.
+  actor adopt() noexcept { return actor{this, false}; }
+
+  /// Owner: the next message (urgent first), or null when none is visible.
+  mail take() noexcept { return mail{pop()}; }
+  /// Owner: `n` messages taken are done; returns how many are still queued.
+  /// At 0 the mailbox is idle: the next message calls notify().
+  std::size_t settle_taken(std::size_t n) noexcept {
+    bool freed = false;
+    return settle(n, freed);
+  }
+  /// Owner: calls f(message&) for every message, until the mailbox settles
+  /// at zero (or `ended()`); returns how many it handled.
+  template <class F>
+  std::size_t drain(F&& f) {
+    std::size_t all = 0;
+    while (!ended_) {
+      std::size_t taken = 0;
+      while (auto m = take()) {
+        ++taken;
+        message view{*m};
+        f(view);
+      }
+      all += taken;
+      if (taken == 0 || settle_taken(taken) == 0) break;
+    }
+    return all;
+  }
+  /// Owner: ends the actor with `why` (error{}: normally); what is queued is
+  /// dropped as dead letters. The cell may be freed by then: keep a handle
+  /// while touching it afterwards.
+  void end(const error& why) noexcept {
+    if (ended_) return;
+    ended_ = true;
+    terminate(why, 0);
+  }
+  bool ended() const noexcept { return ended_; }
+
+ protected:
+  /// Any thread: mail came to an empty mailbox.
+  virtual void notify() noexcept = 0;
+
+ private:
+  detail::resume_result resume(std::size_t) override { return detail::resume_result::done; }
+  void wake() noexcept final { notify(); }
+  bool ended_ = false;
+};
+
+}  // namespace troupe::ext
