@@ -1,7 +1,7 @@
 // split_pipeline: one pipeline description, run across two processes (ranks):
 // the source on rank 0, a farm of 4 by-key counters with two replicas on each
-// rank, the sink back on rank 0. Every process runs the same code with its
-// own rank:
+// rank (placed in the description), the sink back on rank 0. Every process
+// runs the same code with its own rank:
 //   split_pipeline 0 tcp://127.0.0.1:7000,tcp://127.0.0.1:7001 &
 //   split_pipeline 1 tcp://127.0.0.1:7000,tcp://127.0.0.1:7001
 // Without arguments both ranks run here, each with its own actor system and
@@ -39,16 +39,19 @@ struct counter : st::node<reading, reading> {
 };
 
 auto graph(std::map<std::uint32_t, std::uint64_t>& last, std::mutex& m) {
-  return troupe::pipeline{st::source([i = 0u]() mutable -> std::optional<reading> {
-                            if (i == 100'000) return std::nullopt;
-                            ++i;
-                            return reading{i % 10, i * 0.5, 0};
-                          }),
-                          troupe::farm{counter{}, 4, troupe::by_key{[](const reading& r) { return r.sensor; }}},
-                          st::sink([&](const reading& r) {
-                            std::lock_guard<std::mutex> g{m};
-                            last[r.sensor] = std::max(last[r.sensor], r.seen);
-                          })};
+  auto by_sensor = troupe::by_key{[](const reading& r) { return r.sensor; }};
+  auto source = st::source([i = 0u]() mutable -> std::optional<reading> {
+    if (i == 100'000) return std::nullopt;
+    ++i;
+    return reading{i % 10, i * 0.5, 0};
+  });
+  auto sink = st::sink([&](const reading& r) {
+    std::lock_guard<std::mutex> g{m};
+    last[r.sensor] = std::max(last[r.sensor], r.seen);
+  });
+  // Counter replicas 0 and 2 on rank 0, 1 and 3 on rank 1; the rest on rank 0.
+  return troupe::pipeline{source,
+                          troupe::placed{troupe::farm{counter{}, 4, by_sensor}, troupe::placement::ranks("0,1")}, sink};
 }
 // [/split_1]
 
@@ -70,10 +73,10 @@ int run_rank(std::size_t rank, const std::vector<net::remote_address>& peers, st
   std::map<std::uint32_t, std::uint64_t> last;
   std::mutex m;
   // [split_3]
-  // Source on rank 0; counter replicas 0 and 2 on rank 0, 1 and 3 on rank 1; sink on rank 0.
-  auto part = net::split(cluster, graph(last, m), net::placement::parse("0;0,1;0"));
+  // The parts without a rank placement (source, sink) run on rank 0.
+  auto part = net::split(cluster, graph(last, m));
   try {
-    part.wait();                           // this rank's replicas have ended
+    part.wait();                           // this rank's part has ended
   } catch (const net::channel_error& e) {  // a peer was lost, or its part failed: named here
     std::printf("rank %zu: %s\n", rank, e.what());
     return 1;

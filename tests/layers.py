@@ -5,11 +5,15 @@ Layers, lowest first: util, runtime, actor, stream (the engine), pattern
 (descriptions), spawn (pattern/spawn_pattern.hpp), api (troupe.hpp,
 fwd.hpp), then the optional modules (net, opencl, metrics), which are siblings:
 neither includes the other. A public header's layer is its folder; a header under detail/
-names its layer on its first line ("// layer: stream"). Every
+names its layer on its first line ("// layer: stream"), and so does a header
+of the modules' seam under ext/ ("// layer: actor (ext: what it is for)";
+runtime, actor or stream). Every
 #include "troupe/..." in a header must go to the same layer or a lower one,
 so a public header includes only the internals of its own layer or below;
 and examples/ and apps/ (code written as users write it) include no
-troupe/detail/ header at all.
+troupe/detail/ header at all. The optional modules reach the core through
+the seam (ext/), never through detail/: their headers (troupe/<module>/ and
+the umbrella troupe/<module>.hpp) include no troupe/detail/ header either.
 
 usage: layers.py ROOT [--graph]   (--graph prints the layer-to-layer edges)
 Exit status 1 with one line per broken rule.
@@ -22,6 +26,8 @@ LAYERS = ["util", "runtime", "actor", "stream", "pattern", "spawn", "api", "net"
 OPTIONAL = {"net", "opencl", "metrics"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](troupe/[^>"]+)[>"]', re.M)
 MARKER = re.compile(r"^// layer: (\w+)\s*$")
+EXT_MARKER = re.compile(r"^// layer: (\w+) \(ext: [^)]+\)\s*$")
+EXT_LAYERS = ("runtime", "actor", "stream")
 
 
 def layer_of(rel: str, text: str) -> str:
@@ -31,7 +37,15 @@ def layer_of(rel: str, text: str) -> str:
         return "api"
     if rel == "troupe/stream.hpp":
         return "stream"
+    if rel in ("troupe/net.hpp", "troupe/opencl.hpp", "troupe/metrics.hpp"):
+        return rel[len("troupe/") : -len(".hpp")]  # an optional module's umbrella header
     folder = rel.split("/")[1]
+    if folder == "ext":
+        first = text.splitlines()[0] if text else ""
+        m = EXT_MARKER.match(first)
+        if not m or m.group(1) not in EXT_LAYERS:
+            raise ValueError(f"{rel}: an ext header must start with '// layer: <{'|'.join(EXT_LAYERS)}> (ext: ...)'")
+        return m.group(1)
     if folder == "detail":
         first = text.splitlines()[0] if text else ""
         m = MARKER.match(first)
@@ -69,7 +83,9 @@ def main() -> int:
                 continue
             a, b = layers[rel], layers[target]
             edges[(a, b)] = edges.get((a, b), 0) + 1
-            if a in OPTIONAL and b in OPTIONAL and a != b:
+            if a in OPTIONAL and target.startswith("troupe/detail/"):
+                problems.append(f"{rel} ({a}) includes {target}: a module reaches the core through troupe/ext/, not detail/")
+            elif a in OPTIONAL and b in OPTIONAL and a != b:
                 problems.append(f"{rel} ({a}) includes {target} ({b}): optional modules do not depend on each other")
             elif LAYERS.index(b) > LAYERS.index(a):
                 problems.append(f"{rel} ({a}) includes {target} ({b}): layers import only downward")

@@ -47,7 +47,7 @@ std::map<std::string, double> samples(const std::string& text) {
 
 std::string node_key(const char* metric, const std::string& graph, const st::node_metrics& n) {
   return std::string{metric} + "{graph=\"" + graph + "\",stage=\"" + std::to_string(n.stage) + "\",node=\"" + n.name +
-         "\",replica=\"" + std::to_string(n.replica) + "\"}";
+         "\",replica=\"" + std::to_string(n.replica) + "\",rank=\"" + std::to_string(n.rank) + "\"}";
 }
 
 template <class Pred>

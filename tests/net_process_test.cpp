@@ -9,17 +9,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "timed_windows.hpp"
 #include "troupe/net/node.hpp"
 #include "troupe/net/split.hpp"
 
@@ -623,23 +628,84 @@ TEST(net_netns, a_cut_link_is_detected) {
 
 namespace {
 
-/// One description for both processes: numbers (n of them; 0: endless) on
-/// rank 0, +1 on rank 1, a counting sink on rank 0.
+namespace st = troupe::stream;
+
+/// What rank 0's sinks saw (rank 0 runs the sources and the sinks; rank 1,
+/// the child, the stages between).
 struct split_counts {
-  std::atomic<std::uint64_t> n{0}, sum{0};
+  std::atomic<std::uint64_t> n{0}, sum{0}, out_of_order{0};
+  std::atomic<std::uint64_t> next{0};
 };
-auto split_pipeline(std::uint64_t n, const std::shared_ptr<split_counts>& seen) {
-  namespace st = troupe::stream;
-  return troupe::pipeline{st::source([i = std::uint64_t{0}, n]() mutable -> std::optional<std::uint64_t> {
-                            if (n != 0 && i == n) return std::nullopt;
-                            return i++;
+
+struct uneven_item {
+  std::uint64_t v = 0;
+  std::uint32_t replica = 0;
+};
+
+void register_split_types() {
+  static const bool once = [] {
+    net::add_type<uneven_item>("proc.uneven_item");
+    net::add_type<troupe_test::timed_reading>("proc.timed_reading");
+    net::add_type<troupe_test::timed_result>("proc.timed_result");
+    return true;
+  }();
+  (void)once;
+}
+
+/// The scenarios both processes build (the same description on each rank).
+/// count:    numbers (n; 0: endless) -> +1 on rank 1 -> a counting sink
+/// skip:     the same, under failure::skip, and +1 throws on 777 (skipped)
+/// ordered:  numbers -> an ordered farm of 4 (replicas on ranks 1, 0, 1, 0;
+///           some slower) -> a sink that checks the order
+/// windows:  timed_windows.hpp, the windows' farm on ranks 1, 0
+auto numbers_source(std::uint64_t n) {
+  return st::source([i = std::uint64_t{0}, n]() mutable -> std::optional<std::uint64_t> {
+    if (n != 0 && i == n) return std::nullopt;
+    return i++;
+  });
+}
+
+auto count_pipeline(std::uint64_t n, const std::shared_ptr<split_counts>& seen) {
+  return troupe::pipeline{numbers_source(n), st::map([](std::uint64_t x) {
+                            if (x == 777'777'777'777ULL) throw std::runtime_error("never");
+                            return x + 1;
                           }),
-                          st::map([](std::uint64_t x) { return x + 1; }), st::sink([seen](std::uint64_t x) {
+                          st::sink([seen](std::uint64_t x) {
                             seen->sum.fetch_add(x, std::memory_order_relaxed);
                             seen->n.fetch_add(1, std::memory_order_relaxed);
                           })};
 }
-const auto split_placement = net::placement::parse("0;1;0");
+auto skip_pipeline(std::uint64_t n, const std::shared_ptr<split_counts>& seen) {
+  return troupe::pipeline{numbers_source(n), st::map([](std::uint64_t x) {
+                            if (x == 777) throw std::runtime_error("fragile: 777");
+                            return x + 1;
+                          }),
+                          st::sink([seen](std::uint64_t x) {
+                            seen->sum.fetch_add(x, std::memory_order_relaxed);
+                            seen->n.fetch_add(1, std::memory_order_relaxed);
+                          })};
+}
+struct uneven : st::node<uneven_item, uneven_item> {
+  void consume(uneven_item& v) {
+    if (v.v % 13 == 0) std::this_thread::sleep_for(std::chrono::microseconds{30});
+    v.replica = static_cast<std::uint32_t>(replica_index());
+    send_next(std::move(v));
+  }
+};
+auto ordered_pipeline(std::uint64_t n, const std::shared_ptr<split_counts>& seen) {
+  return troupe::pipeline{st::source([i = std::uint64_t{0}, n]() mutable -> std::optional<uneven_item> {
+                            if (i == n) return std::nullopt;
+                            return uneven_item{i++, 0};
+                          }),
+                          troupe::farm{uneven{}, 4, troupe::round_robin{}, troupe::ordered},
+                          st::sink([seen](const uneven_item& v) {
+                            if (v.v != seen->next.fetch_add(1)) seen->out_of_order.fetch_add(1);
+                            seen->n.fetch_add(1);
+                          })};
+}
+
+const auto split_placement = net::stage_ranks("0;1;0");
+const auto farm_placement = net::stage_ranks("0;1,0;0");
 
 /// The split graphs run flat out in both processes (sanitizers: several
 /// times slower), and only a killed peer must end them: a heartbeat missed
@@ -651,25 +717,55 @@ net::node_config split_node(const char* name) {
   return c;
 }
 
-/// The rank-1 child: binds a port, writes it, runs its part, writes "done ok"
-/// or "done <error>".
+/// Rank `cl.rank()`'s part of scenario `name` (see above).
+st::graph split_scenario(net::cluster& cl, const std::string& name, std::uint64_t n,
+                         const std::shared_ptr<split_counts>& seen, const std::shared_ptr<troupe_test::timed_log>& log) {
+  register_split_types();
+  net::split_options o;
+  o.name = name;
+  if (name == "count") return net::split(cl, count_pipeline(n, seen), split_placement, o);
+  if (name == "skip") {
+    o.stream.on_error = st::failure::skip;
+    return net::split(cl, skip_pipeline(n, seen), split_placement, o);
+  }
+  if (name == "ordered") {
+    o.edges.batch = 128;
+    o.edges.window = 1024;
+    return net::split(cl, ordered_pipeline(n, seen), farm_placement, o);
+  }
+  if (name == "windows") return net::split(cl, troupe_test::timed_windows(log, troupe::placement::ranks("1,0")), o);
+  throw std::invalid_argument("no scenario " + name);
+}
+
+/// The rank-1 child: binds a port, writes it, runs its part of the
+/// scenario, writes its part's metrics ("metrics <json>") and "done ok" or
+/// "done <error>".
 int split_child_main(const char* spec, int out) {
   alarm(60);
-  const std::string s = spec;  // "<n> <rank 0's endpoint>"
-  const auto space = s.find(' ');
-  const std::uint64_t n = std::stoull(s.substr(0, space));
+  std::istringstream in{spec};  // "<scenario> <n> <rank 0's endpoint>"
+  std::string scenario, endpoint;
+  std::uint64_t n = 0;
+  in >> scenario >> n >> endpoint;
   troupe::actor_system sys{troupe::config{.workers = 2}};
   net::node node{sys, split_node("split child")};
-  net::cluster cl{sys, node, {.rank = 1, .peers = {{s.substr(space + 1), ""}, {"tcp://127.0.0.1:*", ""}}}};
+  net::cluster cl{sys, node, {.rank = 1, .peers = {{endpoint, ""}, {"tcp://127.0.0.1:*", ""}}}};
   std::string line = cl.self_address().endpoint + "\n";
   [[maybe_unused]] auto w = write(out, line.data(), line.size());
+  std::string result;
   try {
-    net::split(cl, split_pipeline(n, std::make_shared<split_counts>()), split_placement).wait();
-    line = "done ok\n";
+    auto g = split_scenario(cl, scenario, n, std::make_shared<split_counts>(), std::make_shared<troupe_test::timed_log>());
+    try {
+      g.wait();
+      result = "done ok\n";
+    } catch (const std::exception& e) {
+      result = std::string{"done "} + e.what() + "\n";
+    }
+    line = "metrics " + g.metrics().to_json() + "\n";
+    w = write(out, line.data(), line.size());
   } catch (const std::exception& e) {
-    line = std::string{"done "} + e.what() + "\n";
+    result = std::string{"done "} + e.what() + "\n";
   }
-  w = write(out, line.data(), line.size());
+  w = write(out, result.data(), result.size());
   return 0;
 }
 
@@ -679,48 +775,141 @@ struct split_pair {
   net::node node{sys, split_node("split parent")};
   std::optional<net::cluster> cl;
   std::unique_ptr<child> rank1;
-  explicit split_pair(std::uint64_t n) {
+  split_pair(const std::string& scenario, std::uint64_t n) {
     cl.emplace(sys, node, net::cluster_config{.rank = 0, .peers = {{"tcp://127.0.0.1:*", ""}, {"", ""}}});
-    rank1 = std::make_unique<child>("TROUPE_NET_TEST_SPLIT=" + std::to_string(n) + " " + cl->self_address().endpoint,
-                                    std::vector<std::string>{}, 0);
+    rank1 = std::make_unique<child>(
+        "TROUPE_NET_TEST_SPLIT=" + scenario + " " + std::to_string(n) + " " + cl->self_address().endpoint,
+        std::vector<std::string>{}, 0);
     const auto ep = rank1->read_line(20s);
     if (ep.rfind("tcp://", 0) != 0) throw std::runtime_error("the child did not report its endpoint: '" + ep + "'");
     cl->set_peer(1, {ep, ""});
   }
+  /// The child's last lines: its metrics (JSON) and its result.
+  std::pair<std::string, std::string> child_end() {
+    std::string metrics, line;
+    for (;;) {
+      line = rank1->read_line(30s);
+      if (line.rfind("metrics ", 0) == 0) {
+        metrics = line.substr(8);
+        continue;
+      }
+      return {metrics, line};
+    }
+  }
 };
 
-}  // namespace
-
-TEST(net_split_process, a_pipeline_through_another_process_counts_exactly) {
-  split_pair pair{300'000};
-  auto seen = std::make_shared<split_counts>();
-  net::split(*pair.cl, split_pipeline(300'000, seen), split_placement).wait();
-  EXPECT_EQ(seen->n.load(), 300'000u);
-  EXPECT_EQ(seen->sum.load(), 300'000ULL * 300'001ULL / 2);
-  EXPECT_EQ(pair.rank1->read_line(20s), "done ok");
-}
-
-TEST(net_split_process, a_killed_peer_ends_the_graph_with_an_error_naming_it) {
-  split_pair pair{0};  // endless: only the failure can end it
-  auto seen = std::make_shared<split_counts>();
-  auto g = net::split(*pair.cl, split_pipeline(0, seen), split_placement);
-  const auto until = std::chrono::steady_clock::now() + 20s;
-  while (seen->n.load() < 20'000 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
-  ASSERT_GE(seen->n.load(), 20'000u) << "no data flowed";
-  pair.rank1->signal(SIGKILL);
+/// What g ended with: "" or its error's text; "hang" if it did not end in 20 s.
+std::string ending_of(const st::graph& g) {
   auto ended = std::async(std::launch::async, [&g]() -> std::string {
     try {
       g.wait();
-      return "no error";
+      return "";
     } catch (const std::exception& e) {
       return e.what();
     }
   });
-  ASSERT_EQ(ended.wait_for(20s), std::future_status::ready) << "the graph did not end (hang guard)";
-  const std::string what = ended.get();
+  if (ended.wait_for(20s) != std::future_status::ready) {
+    g.cancel();
+    return "hang";
+  }
+  return ended.get();
+}
+
+void wait_for_data(const split_counts& seen, std::uint64_t n) {
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (seen.n.load() < n && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+}
+
+}  // namespace
+
+TEST(net_split_process, a_pipeline_through_another_process_counts_exactly_and_each_rank_reports_its_part) {
+  split_pair pair{"count", 300'000};
+  auto seen = std::make_shared<split_counts>();
+  auto g = split_scenario(*pair.cl, "count", 300'000, seen, nullptr);
+  g.wait();
+  EXPECT_EQ(seen->n.load(), 300'000u);
+  EXPECT_EQ(seen->sum.load(), 300'000ULL * 300'001ULL / 2);
+  const auto [theirs, result] = pair.child_end();
+  EXPECT_EQ(result, "done ok");
+  // Each rank's metrics are its own part: rank 0 the source, the sink and
+  // its edges; rank 1 the map and its edges, with every element.
+  for (auto& node : g.metrics().nodes) EXPECT_EQ(node.rank, 0u) << node.name;
+  EXPECT_EQ(theirs.find("\"rank\":0"), std::string::npos) << theirs;
+  EXPECT_NE(theirs.find("\"name\":\"map\",\"replica\":0,\"rank\":1"), std::string::npos) << theirs;
+  EXPECT_NE(theirs.find("\"items_in\":300000"), std::string::npos) << theirs;
+}
+
+TEST(net_split_process, an_ordered_farm_whose_replicas_span_processes_keeps_the_order) {
+  split_pair pair{"ordered", 30'000};
+  auto seen = std::make_shared<split_counts>();
+  auto g = split_scenario(*pair.cl, "ordered", 30'000, seen, nullptr);
+  EXPECT_EQ(ending_of(g), "");
+  EXPECT_EQ(seen->n.load(), 30'000u);
+  EXPECT_EQ(seen->out_of_order.load(), 0u);
+  EXPECT_EQ(pair.child_end().second, "done ok");
+}
+
+TEST(net_split_process, watermarks_cross_processes_and_close_event_time_windows) {
+  split_pair pair{"windows", 0};
+  auto log = std::make_shared<troupe_test::timed_log>();
+  auto g = split_scenario(*pair.cl, "windows", 0, nullptr, log);
+  EXPECT_EQ(ending_of(g), "");
+  EXPECT_EQ(log->gave_up.load(), 0) << "the windows on the other process did not close on the watermark";
+  EXPECT_EQ(log->sorted(), troupe_test::timed_windows_want());
+  EXPECT_EQ(pair.child_end().second, "done ok");
+}
+
+TEST(net_split_process, under_skip_a_failing_element_on_the_other_process_is_skipped) {
+  split_pair pair{"skip", 100'000};
+  auto seen = std::make_shared<split_counts>();
+  auto g = split_scenario(*pair.cl, "skip", 100'000, seen, nullptr);
+  EXPECT_EQ(ending_of(g), "");
+  EXPECT_EQ(seen->n.load(), 100'000u - 1);
+  const auto [theirs, result] = pair.child_end();
+  EXPECT_EQ(result, "done ok");
+  EXPECT_NE(theirs.find("\"failed\":1"), std::string::npos) << theirs;
+}
+
+TEST(net_split_process, a_killed_peer_ends_the_graph_with_an_error_naming_it) {
+  split_pair pair{"count", 0};  // endless: only the failure can end it
+  auto seen = std::make_shared<split_counts>();
+  auto g = split_scenario(*pair.cl, "count", 0, seen, nullptr);
+  wait_for_data(*seen, 20'000);
+  ASSERT_GE(seen->n.load(), 20'000u) << "no data flowed";
+  pair.rank1->signal(SIGKILL);
+  const std::string what = ending_of(g);
+  ASSERT_NE(what, "hang") << "the graph did not end";
   EXPECT_NE(what.find("rank 1"), std::string::npos) << what;
   EXPECT_NE(what.find("remote_unreachable"), std::string::npos) << what;
-  EXPECT_NE(what.find("acknowledged"), std::string::npos) << what;
+  EXPECT_EQ(g.error().code(), errc::remote_unreachable);
+}
+
+TEST(net_split_process, a_killed_peer_under_skip_still_ends_the_graph_with_an_error_naming_it) {
+  split_pair pair{"skip", 0};
+  auto seen = std::make_shared<split_counts>();
+  auto g = split_scenario(*pair.cl, "skip", 0, seen, nullptr);
+  wait_for_data(*seen, 20'000);
+  ASSERT_GE(seen->n.load(), 20'000u) << "no data flowed";
+  pair.rank1->signal(SIGKILL);
+  const std::string what = ending_of(g);
+  ASSERT_NE(what, "hang") << "a lost peer under skip must end the graph, not be skipped forever";
+  EXPECT_NE(what.find("rank 1"), std::string::npos) << what;
+  EXPECT_EQ(g.error().code(), errc::remote_unreachable);
+}
+
+TEST(net_split_process, cancel_on_one_process_ends_the_other_with_an_error) {
+  split_pair pair{"count", 0};
+  auto seen = std::make_shared<split_counts>();
+  auto g = split_scenario(*pair.cl, "count", 0, seen, nullptr);
+  wait_for_data(*seen, 20'000);
+  g.cancel();
+  EXPECT_NE(ending_of(g), "hang");
+  EXPECT_TRUE(g.cancelled());
+  const auto result = pair.child_end().second;
+  EXPECT_EQ(result.rfind("done ", 0), 0u) << result;
+  EXPECT_NE(result, "done ok");
+  EXPECT_NE(result.find("rank 0"), std::string::npos) << result;
+  EXPECT_NE(result.find("cancelled"), std::string::npos) << result;
 }
 
 int main(int argc, char** argv) {

@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 
+#include "fuzz/net_wire_fuzz.hpp"
 #include "troupe/net/node.hpp"
 
 using namespace std::chrono_literals;
@@ -509,4 +512,258 @@ TEST(net_curve, troupe_keygen_writes_a_private_key_file_and_a_public_one) {
   std::remove((base + ".key").c_str());
   std::remove((base + ".pub").c_str());
   rmdir(dir);
+}
+
+// ---------------------------------------------------------------- errors
+
+TEST(net_errors, errors_cross_the_wire_with_their_category_and_an_unknown_one_still_reads) {
+  const auto round_trip = [](const error& e) {
+    std::string buf;
+    net::writer w{buf, nullptr};
+    net::codec<error>::write(w, e);
+    net::reader r{buf.data(), buf.data() + buf.size(), nullptr};
+    error got;
+    net::codec<error>::read(r, got);
+    EXPECT_EQ(r.left(), 0U);
+    return got;
+  };
+  // net's own: the same category, code and message.
+  auto e = round_trip(error{net::net_errc::remote_unreachable, "node closed"});
+  EXPECT_EQ(e.category(), net::net_category());
+  EXPECT_EQ(e, net::net_errc::remote_unreachable);
+  EXPECT_EQ(e.code(), errc::remote_unreachable);  // the deprecated core code, for one release
+  EXPECT_EQ(e.to_string(), "net.remote_unreachable: node closed");
+  // A core error: a byte and the message, as before.
+  std::string core;
+  net::writer cw{core, nullptr};
+  net::codec<error>::write(cw, error{errc::edge_lost, "x"});
+  EXPECT_EQ(core.size(), 1U + 4U + 1U);
+  EXPECT_EQ(round_trip(error{errc::edge_lost, "x"}), errc::edge_lost);
+  // A category this process does not know (made, written, then gone): the
+  // core code it stands for, with the category and code in the message.
+  std::string buf;
+  {
+    static constexpr std::string_view texts[] = {"", "jammed", "broken"};
+    static constexpr errc core_codes[] = {errc::runtime_error, errc::runtime_error, errc::actor_exited};
+    const troupe::error_category gone{"net_test.gone", texts, core_codes};
+    net::writer w{buf, nullptr};
+    net::codec<error>::write(w, error{gone, 2, "it broke"});
+    net::codec<error>::write(w, error{gone, 1});
+  }
+  net::reader r{buf.data(), buf.data() + buf.size(), nullptr};
+  net::codec<error>::read(r, e);
+  EXPECT_EQ(e.category(), troupe::core_category());
+  EXPECT_EQ(e, errc::actor_exited);
+  EXPECT_EQ(e.message(), "net_test.gone.broken: it broke");
+  net::codec<error>::read(r, e);
+  EXPECT_EQ(e, errc::runtime_error);
+  EXPECT_EQ(e.to_string(), "runtime_error: net_test.gone.jammed");
+  // A known category, but a code it does not name (another build): the same.
+  e = round_trip(error{net::net_category(), 77, "?"});
+  EXPECT_EQ(e, errc::runtime_error);
+  EXPECT_EQ(e.message(), "net.77: ?");
+  // Malformed: a core code that is not one, a module's error whose core
+  // code is none; and every truncation.
+  const std::string bad_core{"\xc8\0\0\0\0", 5};
+  net::reader r1{bad_core.data(), bad_core.data() + bad_core.size(), nullptr};
+  EXPECT_THROW(net::codec<error>::read(r1, e), net::decode_error);
+  std::string module;
+  net::writer mw{module, nullptr};
+  net::codec<error>::write(mw, error{net::net_errc::operation_failed, "m"});
+  std::string none_core = module;
+  none_core[1 + 4 + 3 + 2] = '\0';  // 0xFF, "net", code: then the core code
+  net::reader r2{none_core.data(), none_core.data() + none_core.size(), nullptr};
+  EXPECT_THROW(net::codec<error>::read(r2, e), net::decode_error);
+  for (std::size_t len = 0; len < module.size(); ++len) {
+    net::reader rt{module.data(), module.data() + len, nullptr};
+    EXPECT_THROW(net::codec<error>::read(rt, e), net::decode_error) << len;
+  }
+}
+
+TEST(net_errors, a_monitor_reads_a_remote_actor_end_with_a_module_error_whole) {
+  pair_fixture f;
+  f.server.publish(f.server_sys.spawn([](event_actor& self) {
+    return behavior{[&self](quit_atom) { self.quit(error{net::net_errc::operation_failed, "asked to"}); }};
+  }),
+                   "mortal_net");
+  auto m = f.client.remote_actor({f.endpoint, {}}, "mortal_net", 5s);
+  std::promise<error> down;
+  f.client_sys.spawn(
+      [&down](event_actor& self, actor target) {
+        self.set_down_handler([&down](troupe::down_msg& d) { down.set_value(d.reason); });
+        self.monitor(target);
+        self.send(target, quit_atom{});
+        return behavior{[](int) {}};
+      },
+      m);
+  auto fut = down.get_future();
+  ASSERT_EQ(fut.wait_for(10s), std::future_status::ready) << describe(f);
+  auto e = fut.get();
+  EXPECT_EQ(e.category(), net::net_category());
+  EXPECT_EQ(e, net::net_errc::operation_failed);
+  EXPECT_EQ(e.message(), "asked to");
+}
+
+TEST(net_errors, net_error_and_decode_error_are_troupe_exceptions) {
+  try {
+    (void)net::load_key_pair("/nonexistent/troupe_net_test.key");
+    FAIL() << "no exception";
+  } catch (const troupe::exception& e) {
+    EXPECT_EQ(e.error(), net::net_errc::operation_failed);
+    EXPECT_NE(e.error().message().find("/nonexistent/troupe_net_test.key"), std::string::npos) << e.error().message();
+  }
+  EXPECT_THROW((void)net::load_key_pair("/nonexistent/troupe_net_test.key"), std::runtime_error);
+  EXPECT_THROW((void)net::load_key_pair("/nonexistent/troupe_net_test.key"), net::net_error);
+  const std::string two{"ab"};
+  try {
+    net::reader r{two.data(), two.data() + two.size(), nullptr};
+    (void)r.raw<std::uint32_t>("test value");
+    FAIL() << "no exception";
+  } catch (const troupe::exception& e) {
+    EXPECT_EQ(e.error(), net::net_errc::malformed_message);
+    EXPECT_NE(e.error().to_string().find("net.malformed_message: truncated test value"), std::string::npos)
+        << e.error().to_string();
+  }
+  static_assert(std::is_base_of_v<std::runtime_error, net::decode_error>);
+  static_assert(std::is_base_of_v<troupe::exception, net::decode_error>);
+}
+
+// ---------------------------------------------------------------- wire format
+
+// The frame decoder alone (src/net/wire.hpp): the corpus of a session and of
+// every record kind, and thousands of mutations of it, through the checks of
+// the fuzz harness (tests/fuzz/net_wire_fuzz.cpp), here without libFuzzer so
+// that every configuration (sanitizers included) runs them.
+TEST(net_wire, the_layout_of_a_frame_is_the_documented_one) {
+  // Byte by byte, as wire.hpp documents it (and tests/net_process_test.cpp's
+  // corpus writes it): header, then u32 length + body per record.
+  std::string manual;
+  net::writer w{manual, nullptr};
+  w.raw(std::uint32_t{0x31505254});  // "TRP1"
+  w.raw(std::uint8_t{1});            // version
+  w.raw(std::uint8_t{0});
+  w.raw(std::uint16_t{0});
+  w.raw(std::uint64_t{1000});  // source incarnation
+  w.raw(std::uint64_t{77});    // destination incarnation
+  w.raw(std::uint64_t{2});     // sequence number
+  for (std::int64_t v : {1, 2}) {
+    w.raw(std::uint32_t{1 + 1 + 4 + 8 + 16 + 8 + 8 + 8});
+    w.raw(std::uint8_t{5});   // data
+    w.raw(std::uint8_t{0});   // flags
+    w.raw(std::uint32_t{0});  // tag
+    w.raw(std::uint64_t{42});
+    w.raw(std::uint64_t{0});  // anonymous sender
+    w.raw(std::uint64_t{0});
+    w.raw(std::uint64_t{0});  // plain message
+    w.raw(net::detail::name_hash("i64"));
+    w.raw(v);
+  }
+  const auto frames = troupe_fuzz::session_frames(1000, 77, 42, 1, 2);
+  ASSERT_EQ(frames.size(), 3U);
+  EXPECT_EQ(frames[2], manual);
+  net::wire::decoded_frame d;
+  ASSERT_EQ(troupe_fuzz::check_frame(reinterpret_cast<const std::uint8_t*>(manual.data()), manual.size(), &d), "");
+  EXPECT_EQ(d.malformed, 0U);
+  EXPECT_EQ(d.f.header.src, 1000U);
+  EXPECT_EQ(d.f.header.dst, 77U);
+  EXPECT_EQ(d.f.header.seq, 2U);
+  ASSERT_EQ(d.f.records.size(), 2U);
+  EXPECT_EQ(std::get<net::wire::data_record>(d.f.records[1].body).head.dest, 42U);
+}
+
+TEST(net_wire, the_corpus_and_its_mutations_decode_or_are_refused) {
+  const auto corpus = troupe_fuzz::wire_corpus();
+  for (const auto& f : corpus) {
+    net::wire::decoded_frame d;
+    ASSERT_EQ(troupe_fuzz::check_frame(reinterpret_cast<const std::uint8_t*>(f.data()), f.size(), &d), "");
+    EXPECT_TRUE(d.header_ok);
+    EXPECT_EQ(d.malformed, 0U) << (d.errors.empty() ? "" : d.errors.front());
+  }
+  // Every truncation of every seed: refused unless it ends where a record ends.
+  std::size_t truncations = 0;
+  for (const auto& f : corpus) {
+    const auto ends = troupe_fuzz::record_ends(f);
+    ASSERT_EQ(ends.back(), f.size());
+    for (std::size_t len = 0; len < f.size(); ++len) {
+      net::wire::decoded_frame d;
+      ASSERT_EQ(troupe_fuzz::check_frame(reinterpret_cast<const std::uint8_t*>(f.data()), len, &d), "") << len;
+      const bool at_end = std::find(ends.begin(), ends.end(), len) != ends.end();
+      EXPECT_EQ(d.malformed == 0, at_end) << "a frame of " << f.size() << " bytes cut at " << len;
+      ++truncations;
+    }
+  }
+  // Random mutations (a fixed seed: the same cases every run).
+  std::mt19937_64 rng{20261125};
+  const int cases = 6000;
+  std::size_t refused = 0, accepted = 0;
+  for (int i = 0; i < cases; ++i) {
+    const auto& seed = corpus[static_cast<std::size_t>(i) % corpus.size()];
+    auto m = troupe_fuzz::mutate(seed, static_cast<unsigned>(i / static_cast<int>(corpus.size())), rng, corpus);
+    net::wire::decoded_frame d;
+    ASSERT_EQ(troupe_fuzz::check_frame(reinterpret_cast<const std::uint8_t*>(m.data()), m.size(), &d), "") << i;
+    (d.malformed > 0 ? refused : accepted) += 1;
+  }
+  std::printf("wire: %zu seeds, %zu truncations, %d mutations (%zu refused, %zu accepted)\n", corpus.size(),
+              truncations, cases, refused, accepted);
+  EXPECT_GT(refused, static_cast<std::size_t>(cases) / 2);
+}
+
+TEST(net_wire, every_malformed_frame_is_counted_by_the_node) {
+  register_types();
+  troupe_fuzz::register_wire_types();
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  net::node n{sys, plain("target")};
+  constexpr std::int64_t marker = 0x5a5a5a5a5a5a5a5a;
+  auto got = std::make_shared<std::atomic<std::int64_t>>(0);
+  auto markers = std::make_shared<std::atomic<std::int64_t>>(0);
+  auto sink = sys.spawn([got, markers](event_actor&) {
+    return behavior{[got, markers](std::int64_t v) {
+      if (v == marker) ++*markers;
+      else *got += v;
+    }};
+  });
+  n.publish(sink, "sink");
+  const auto refusals = [&n] {
+    auto s = n.stats();
+    return s.malformed + s.stale + s.peers_lost;
+  };
+  // The valid session: nothing refused, both values delivered.
+  auto valid = troupe_fuzz::session_frames(1000, n.incarnation(), sink.id(), 1, 2);
+  const auto before = refusals();
+  net::detail::feed_frames_for_test(n, "valid", valid);
+  EXPECT_EQ(refusals(), before);
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (got->load() != 3 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(got->load(), 3) << "the valid session was not delivered";
+
+  // Sessions with one frame mutated: each frame the decoder refuses is
+  // refused by the node too (counted malformed or stale, or the peer lost).
+  std::mt19937_64 rng{20261126};
+  const auto corpus = troupe_fuzz::wire_corpus();
+  const int cases = 1500;
+  int refused_frames = 0;
+  for (int i = 0; i < cases; ++i) {
+    auto frames = troupe_fuzz::session_frames(2000 + static_cast<std::uint64_t>(i), n.incarnation(), sink.id(), 0, 0);
+    const std::size_t victim = static_cast<std::size_t>(i) % frames.size();
+    frames[victim] = troupe_fuzz::mutate(frames[victim], static_cast<unsigned>(i / 3), rng, corpus);
+    const std::string peer = "fuzz-" + std::to_string(i);
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+      const auto d = net::wire::decode_frame(frames[k].data(), frames[k].size());
+      const auto r0 = refusals();
+      net::detail::feed_frames_for_test(n, peer, {frames[k]});
+      if (d.malformed > 0) {
+        ++refused_frames;
+        EXPECT_GT(refusals(), r0) << "case " << i << ", frame " << k << " (" << d.errors.front()
+                                  << ") was not counted";
+      }
+    }
+  }
+  std::printf("node: %d sessions, %d frames refused by the decoder\n", cases, refused_frames);
+  EXPECT_GT(refused_frames, cases / 3);
+  // The node still works: a fresh valid peer gets through.
+  net::detail::feed_frames_for_test(n, "valid-again",
+                                    troupe_fuzz::session_frames(999'999, n.incarnation(), sink.id(), marker, marker));
+  const auto until2 = std::chrono::steady_clock::now() + 10s;
+  while (markers->load() < 2 && std::chrono::steady_clock::now() < until2) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(markers->load(), 2);
 }

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "timed_windows.hpp"
 #include "troupe/ext/edges.hpp"
 #include "troupe/troupe.hpp"
 
@@ -38,8 +39,7 @@ struct directory {
 
 class local_peers final : public troupe::ext::peers {
  public:
-  local_peers(std::shared_ptr<directory> d, std::size_t rank, std::size_t size,
-              std::chrono::milliseconds timeout = 5s)
+  local_peers(std::shared_ptr<directory> d, std::size_t rank, std::size_t size, std::chrono::milliseconds timeout = 5s)
       : dir_{std::move(d)}, rank_{rank}, size_{size}, timeout_{timeout} {}
   std::size_t rank() const noexcept override { return rank_; }
   std::size_t size() const noexcept override { return size_; }
@@ -172,7 +172,6 @@ TEST(split_engine, farms_whose_replicas_span_ranks_count_exactly) {
   for (auto& g : gs) EXPECT_FALSE(g.error());
 }
 
-
 /// A value, the replica that handled it, and a punctuation number (0: data).
 struct item {
   std::uint64_t v = 0;
@@ -225,11 +224,10 @@ TEST(split_engine, an_ordered_farm_whose_replicas_span_ranks_keeps_the_input_ord
   src.n = 20'000;
   collect snk;
   snk.to = &out;
-  auto p = troupe::pipeline{
-      src,
-      troupe::placed{troupe::farm{uneven{}, 4, troupe::round_robin{}, troupe::ordered},
-                     troupe::placement::ranks("1,0")},
-      snk};
+  auto p = troupe::pipeline{src,
+                            troupe::placed{troupe::farm{uneven{}, 4, troupe::round_robin{}, troupe::ordered},
+                                           troupe::placement::ranks("1,0")},
+                            snk};
   auto gs = rs.spawn(p, {.batch = 64, .max_delay = 200us, .window = 512});
   wait_all(gs);
   ASSERT_EQ(out.all.size(), 20'000U);
@@ -286,11 +284,11 @@ TEST(split_engine, branches_span_ranks_and_every_branch_gets_every_element) {
   src.n = 30'000;
   summing_sink snk;
   snk.t = &t;
-  auto p = troupe::pipeline{
-      src,
-      troupe::branches{troupe::placed{doubler{}, troupe::placement::rank(1)},
-                       troupe::placed{troupe::farm{doubler{}, 2, troupe::broadcast{}}, troupe::placement::ranks("0,1")}},
-      snk};
+  auto p = troupe::pipeline{src,
+                            troupe::branches{troupe::placed{doubler{}, troupe::placement::rank(1)},
+                                             troupe::placed{troupe::farm{doubler{}, 2, troupe::broadcast{}},
+                                                            troupe::placement::ranks("0,1")}},
+                            snk};
   wait_all(rs.spawn(p));
   EXPECT_EQ(t.count.load(), 3 * 30'000);
   EXPECT_EQ(t.sum.load(), 3 * 30'000LL * 29'999);
@@ -374,8 +372,8 @@ TEST(split_engine, cancel_on_one_rank_ends_the_others_with_an_error) {
   total t;
   summing_sink snk;
   snk.t = &t;
-  auto p = troupe::pipeline{endless{}, troupe::placed{troupe::farm{doubler{}, 2}, troupe::placement::ranks("1,2")},
-                            snk};
+  auto p =
+      troupe::pipeline{endless{}, troupe::placed{troupe::farm{doubler{}, 2}, troupe::placement::ranks("1,2")}, snk};
   auto gs = rs.spawn(p);
   while (t.count.load() < 10'000) std::this_thread::sleep_for(1ms);
   gs[0].cancel();
@@ -484,98 +482,17 @@ TEST(split_engine, a_slow_consumer_holds_its_producer_back_within_the_window) {
   EXPECT_LE(most_ahead.load(), 64 + 128 + 512 + 64 + 64);
 }
 
-
-struct reading {
-  int sensor;
-  std::uint64_t time;
-  long value;
-};
-using window_out = st::window_result<int, long>;
-
-/// What the sink saw; the source waits on it (shared through the pointer).
-struct window_log {
-  std::mutex m;
-  std::vector<window_out> results;
-  std::vector<std::uint64_t> marks;
-  std::atomic<int> gave_up{0};
-  bool has(int key, std::uint64_t start) {
-    std::lock_guard<std::mutex> g{m};
-    return std::any_of(results.begin(), results.end(),
-                       [&](const window_out& r) { return r.key == key && r.start == start; });
-  }
-};
-
-/// Keys 1..3 before time 10, watermark 10, then it waits (pausing) until
-/// the sink on the other rank has every key's window [0, 10): only the
-/// watermark crossing the ranks closes them before the end of the stream.
-struct timed_source : st::node<void, reading> {
-  static constexpr bool emits_watermarks = true;
-  window_log* log = nullptr;
-  int step = 0;
-  std::uint64_t deadline = 0;
-  bool produce() {
-    switch (step) {
-      case 0: send_next(reading{1, 1, 1}); break;
-      case 1: send_next(reading{2, 2, 2}); break;
-      case 2: send_next(reading{3, 3, 3}); break;
-      case 3: send_next(reading{1, 12, 5}); break;
-      case 4: emit_watermark(10); break;
-      case 5: {
-        const auto now = st::now();
-        if (deadline == 0) deadline = now + 20'000'000'000ULL;
-        if (!(log->has(1, 0) && log->has(2, 0) && log->has(3, 0))) {
-          if (now < deadline) {
-            pause_until(now + 200'000);
-            return true;
-          }
-          ++log->gave_up;
-        }
-        break;
-      }
-      case 6: send_next(reading{2, 15, 6}); break;
-      default: return false;
-    }
-    ++step;
-    return true;
-  }
-};
-struct window_recorder : st::node<window_out, void> {
-  window_log* log = nullptr;
-  void consume(window_out& r) {
-    std::lock_guard<std::mutex> g{log->m};
-    log->results.push_back(r);
-  }
-  void on_watermark(std::uint64_t w) {
-    std::lock_guard<std::mutex> g{log->m};
-    log->marks.push_back(w);
-  }
-};
-
 TEST(split_engine, watermarks_cross_ranks_and_close_event_time_windows) {
   ranks rs{2};
-  window_log log;
-  timed_source src;
-  src.log = &log;
-  window_recorder rec;
-  rec.log = &log;
-  auto key = [](const reading& r) { return r.sensor; };
-  auto time = [](const reading& r) { return r.time; };
-  auto add = [](long& acc, const reading& r) { acc += r.value; };
-  auto w = st::time_window_incremental<reading>(key, time, 10, 10, 0L, add);
-  auto p = troupe::pipeline{src,
-                            troupe::placed{troupe::farm{w, 2, troupe::by_key{key}}, troupe::placement::ranks("1,0")},
-                            troupe::placed{rec, troupe::placement::rank(1)}};
-  wait_all(rs.spawn(p, {.batch = 16, .max_delay = 200us, .window = 64}));
-  EXPECT_EQ(log.gave_up.load(), 0) << "the watermark did not close the windows on the other rank";
-  auto got = log.results;
-  std::sort(got.begin(), got.end(), [](const window_out& a, const window_out& b) {
-    return std::tie(a.key, a.start, a.value) < std::tie(b.key, b.start, b.value);
-  });
-  const std::vector<window_out> want{{1, 0, 10, 1}, {1, 10, 20, 5}, {2, 0, 10, 2}, {2, 10, 20, 6}, {3, 0, 10, 3}};
-  EXPECT_EQ(got, want);
-  ASSERT_FALSE(log.marks.empty());
-  EXPECT_TRUE(std::is_sorted(log.marks.begin(), log.marks.end()));
-  EXPECT_GE(log.marks.back(), 10U);
+  auto log = std::make_shared<troupe_test::timed_log>();
+  // The sink runs on rank 0 with the source; the windows' replicas on both.
+  wait_all(rs.spawn(troupe_test::timed_windows(log, troupe::placement::ranks("1,0")),
+                    {.batch = 16, .max_delay = 200us, .window = 64}));
+  EXPECT_EQ(log->gave_up.load(), 0) << "the watermark did not close the windows on the other rank";
+  EXPECT_EQ(log->sorted(), troupe_test::timed_windows_want());
+  ASSERT_FALSE(log->marks.empty());
+  EXPECT_TRUE(std::is_sorted(log->marks.begin(), log->marks.end()));
+  EXPECT_GE(log->marks.back(), 10U);
 }
 
 }  // namespace

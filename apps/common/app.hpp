@@ -226,28 +226,33 @@ class metrics_server {
 #endif
 };
 
+/// Serves `g` (--metrics-port) and shows its progress (--progress) until it
+/// ends; its metrics then.
+inline troupe::stream::graph_metrics watch_to_end(const std::string& app, const cli& c, metrics_server& served,
+                                                  const troupe::stream::graph& g) {
+  served.watch(g);
+  std::unique_ptr<progress_line> progress;
+  if (c.progress) progress = std::make_unique<progress_line>(app, g);
+  g.wait();
+  progress.reset();
+  return g.metrics();
+}
+
 #if TROUPE_APPS_NET
 /// This process's part of a split run (split.hpp).
 template <class P>
 run_result run_split(troupe::actor_system& sys, const std::string& app, const P& pattern, const cli& c,
                      std::size_t operators, std::uint64_t malformed, const troupe::stream::options& o) {
-  if constexpr (!troupe::net::splittable<P>) {
-    throw usage_error("--peers: " + app + "'s graph cannot run split across processes");
-  } else {
-    split_setup s = parse_split(c, app);
-    troupe::net::node node{sys, s.node};
-    troupe::net::cluster cl{sys, node, s.cluster};
-    metrics_server served{sys, app, c};
-    auto r = timed_run(app, c, operators, malformed, [&] {
-      auto g = troupe::net::split(cl, pattern, s.where, {.name = app, .channel = {}, .stream = o});
-      served.watch(g);
-      g.wait();
-      return g.metrics();
-    });
-    r.part =
-        "rank " + std::to_string(s.rank) + " of " + std::to_string(cl.size()) + ", placement " + s.where.to_string();
-    return r;
-  }
+  split_setup s = parse_split(c, app);
+  troupe::net::node node{sys, s.node};
+  troupe::net::cluster cl{sys, node, s.cluster};
+  metrics_server served{sys, app, c};
+  auto r = timed_run(app, c, operators, malformed, [&] {
+    return watch_to_end(app, c, served,
+                        troupe::net::split(cl, pattern, s.stages, {.name = app, .edges = {}, .stream = o}));
+  });
+  r.part = "rank " + std::to_string(s.rank) + " of " + std::to_string(cl.size()) + ", placement " + s.placement_text;
+  return r;
 }
 #endif
 
@@ -269,15 +274,8 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
 #endif
   }
   metrics_server served{sys, app, c};
-  return timed_run(app, c, operators, malformed, [&] {
-    auto g = troupe::spawn_pattern(sys, std::move(pattern), o);
-    served.watch(g);
-    std::unique_ptr<progress_line> progress;
-    if (c.progress) progress = std::make_unique<progress_line>(app, g);
-    g.wait();
-    progress.reset();
-    return g.metrics();
-  });
+  return timed_run(app, c, operators, malformed,
+                   [&] { return watch_to_end(app, c, served, troupe::spawn_pattern(sys, std::move(pattern), o)); });
 }
 
 /// The largest --lines a generator accepts (the lines are built in memory).

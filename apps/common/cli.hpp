@@ -25,11 +25,16 @@
 #include <utility>
 #include <vector>
 
+#include "troupe/util/exception.hpp"
+
 namespace troupe_apps {
 
-class usage_error : public std::runtime_error {
+/// A bad flag or value; also a troupe::exception with errc::invalid_argument.
+class usage_error : public std::runtime_error, public troupe::exception {
  public:
-  using std::runtime_error::runtime_error;
+  explicit usage_error(const std::string& what)
+      : std::runtime_error{what}, troupe::exception{troupe::errc::invalid_argument} {}
+  explicit usage_error(const char* what) : std::runtime_error{what}, troupe::exception{troupe::errc::invalid_argument} {}
 };
 
 /// The longest input line read_lines accepts unless told otherwise: a line

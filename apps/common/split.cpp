@@ -2,6 +2,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+
+#if TROUPE_APPS_NET
+#include <troupe/net/launcher.hpp>
+#endif
 
 namespace troupe_apps {
 
@@ -34,15 +39,28 @@ std::vector<std::string> comma_list(const std::string& s) {
   }
 }
 
-/// --rank, else the launcher's variable (mpirun: OMPI_COMM_WORLD_RANK or
-/// PMI_RANK; Slurm's srun: SLURM_PROCID).
+/// --rank, else the launcher's (troupe::net::from_launcher: mpirun's
+/// OMPI_COMM_WORLD_RANK or PMI_RANK, Slurm's SLURM_PROCID); a launcher that
+/// started another number of processes than --peers lists is an error.
 std::size_t rank_of(const cli& c, std::size_t ranks) {
   const std::string given = c.extra.at("rank");
   if (!given.empty()) return static_cast<std::size_t>(parse_whole("--rank", given, 0, ranks - 1));
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
-    if (const char* v = std::getenv(var); v != nullptr && *v != '\0')
-      return static_cast<std::size_t>(parse_whole(std::string{"--rank (from "} + var + ")", v, 0, ranks - 1));
-  throw usage_error("--peers: give --rank (or run under mpirun or srun, which set the rank in the environment)");
+  std::optional<troupe::net::launch_info> launched;
+  try {
+    launched = troupe::net::from_launcher();
+  } catch (const troupe::net::net_error& e) {
+    std::string why = e.what();
+    if (why.rfind("troupe::net: ", 0) == 0) why.erase(0, 13);
+    throw usage_error("--rank: " + why);
+  }
+  if (!launched)
+    throw usage_error("--peers: give --rank (or run under mpirun or srun, which set the rank in the environment)");
+  if (launched->size && *launched->size != ranks)
+    throw usage_error("--peers: lists " + std::to_string(ranks) + " ranks but " +
+                      troupe::net::to_string(launched->launcher) + " started " + std::to_string(*launched->size) +
+                      " processes (" + launched->size_variable + ")");
+  return static_cast<std::size_t>(
+      parse_whole("--rank (from " + launched->rank_variable + ")", std::to_string(launched->rank), 0, ranks - 1));
 }
 
 }  // namespace
@@ -56,13 +74,16 @@ split_setup parse_split(const cli& c, const std::string& app) {
       throw usage_error("--peers: '" + p + "' is not an endpoint like tcp://127.0.0.1:7000");
   s.rank = rank_of(c, peers.size());
   try {
-    s.where = troupe::net::placement::parse(c.extra.at("placement"));
+    s.stages = troupe::net::stage_ranks(c.extra.at("placement"));
   } catch (const std::invalid_argument& e) {
     throw usage_error(std::string{"--placement: "} + e.what());
   }
-  if (s.where.max_rank() >= peers.size())
-    throw usage_error("--placement: names rank " + std::to_string(s.where.max_rank()) + " but --peers lists " +
-                      std::to_string(peers.size()) + " ranks");
+  s.placement_text = c.extra.at("placement");
+  for (const auto& st : s.stages)
+    for (auto r : st.rank_list())
+      if (r >= peers.size())
+        throw usage_error("--placement: names rank " + std::to_string(r) + " but --peers lists " +
+                          std::to_string(peers.size()) + " ranks");
   s.node.name = app + " rank " + std::to_string(s.rank);
   const std::string security = c.extra.at("security");
   std::vector<std::string> public_keys(peers.size());

@@ -6,7 +6,8 @@
 //   --rank R            this process's rank (default: OMPI_COMM_WORLD_RANK, PMI_RANK or
 //                       SLURM_PROCID from the environment, for mpirun and srun)
 //   --placement P       which rank runs each replica of each operator ("0;0;1;1",
-//                       "0;0;0,1;1": see troupe/net/split.hpp); default: everything on rank 0
+//                       "0;0;0,1;1": net::stage_ranks in troupe/net/split.hpp); default:
+//                       everything on rank 0
 //   --keys DIR          CURVE keys: DIR/rank<R>.key for this rank, DIR/rank<i>.pub for the others
 //                       (troupe-keygen DIR/rank0 ...); --security plaintext goes without
 // Each process reports what it ran: the sources' tuples on the ranks that run
@@ -54,7 +55,8 @@ struct split_setup {
   std::size_t rank = 0;
   troupe::net::cluster_config cluster;
   troupe::net::node_config node;
-  troupe::net::placement where = troupe::net::placement::single(0);
+  std::vector<troupe::placement> stages{troupe::placement::rank(0)};  ///< per operator (--placement)
+  std::string placement_text = "0";
 };
 split_setup parse_split(const cli& c, const std::string& app);
 #endif

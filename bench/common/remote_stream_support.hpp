@@ -86,7 +86,7 @@ constexpr std::chrono::seconds join_slack{10};
 /// Waits for this process's part `g`, cancelling it at `deadline`: a stuck
 /// channel (a sender waiting for credit that never comes) then ends the run
 /// with an error instead of waiting for the harness's timeout.
-inline void wait_by(const troupe::net::split_graph& g, peer::clock::time_point deadline) {
+inline void wait_by(const troupe::stream::graph& g, peer::clock::time_point deadline) {
   std::promise<void> ended;
   auto ended_f = ended.get_future();
   std::thread watchdog{[&g, &ended_f, deadline] {
@@ -117,7 +117,7 @@ inline void wait_by(const troupe::net::split_graph& g, peer::clock::time_point d
 /// before `deadline`. Throws when the channel fails: the client hears of it
 /// through the pipe.
 template <class Description>
-void serve_part(process& p, const Description& description, const troupe::net::placement& where,
+void serve_part(process& p, const Description& description, const std::vector<troupe::placement>& where,
                 const peer::reporter& report, peer::clock::time_point deadline) {
   auto graph = troupe::net::split(p.cl, description, where);
   report.ports({troupe_net_support::port_of(p.cl.self_address().endpoint)});
@@ -128,7 +128,7 @@ void serve_part(process& p, const Description& description, const troupe::net::p
 /// inlets up and opens the channels) and waits for it, cancelled join_slack
 /// before `deadline`. Returns "" or "client part: <what went wrong>".
 template <class Description>
-std::string run_client_part(process& p, const Description& description, const troupe::net::placement& where,
+std::string run_client_part(process& p, const Description& description, const std::vector<troupe::placement>& where,
                             peer::clock::time_point deadline) {
   try {
     auto graph = troupe::net::split(p.cl, description, where);

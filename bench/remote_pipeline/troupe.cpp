@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <troupe/net/split.hpp>
 
@@ -43,8 +44,8 @@ auto description(std::int64_t tuples, rp::tally* t) {
   return troupe::pipeline{src, bench::stream_tuple::forwarder{}, snk};
 }
 
-const troupe::net::placement& where() {
-  static const auto p = troupe::net::placement::parse("0;1;1");
+const std::vector<troupe::placement>& where() {
+  static const auto p = troupe::net::stage_ranks("0;1;1");
   return p;
 }
 

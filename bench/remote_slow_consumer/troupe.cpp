@@ -67,8 +67,8 @@ struct slow_sink : troupe::stream::node<tuple, void> {
 /// node it runs).
 auto description(const timed_source& src, const slow_sink& snk) { return troupe::pipeline{src, snk}; }
 
-const troupe::net::placement& where() {
-  static const auto p = troupe::net::placement::parse("0;1");
+const std::vector<troupe::placement>& where() {
+  static const auto p = troupe::net::stage_ranks("0;1");
   return p;
 }
 

@@ -103,7 +103,8 @@ class family {
 
 std::string node_labels(const graph_snapshot& g, const stream::node_metrics& n) {
   return "graph=\"" + escape_label(g.name) + "\",stage=\"" + std::to_string(n.stage) + "\",node=\"" +
-         escape_label(n.name) + "\",replica=\"" + std::to_string(n.replica) + "\"";
+         escape_label(n.name) + "\",replica=\"" + std::to_string(n.replica) + "\",rank=\"" + std::to_string(n.rank) +
+         "\"";
 }
 
 }  // namespace
@@ -278,6 +279,7 @@ struct exporter::impl {
       o << (gi ? "," : "") << "{\"name\":\"" << troupe::detail::json_escaped(g.name)
         << "\",\"elapsed_s\":" << num(g.m.elapsed_s) << ",\"done\":" << (g.done ? "true" : "false")
         << ",\"cancelled\":" << (g.cancelled ? "true" : "false") << ",\"failed\":" << g.failed
+        << ",\"split\":" << (g.m.split ? "true" : "false") << ",\"rank\":" << g.m.rank
         << ",\"latency_ns\":{\"count\":" << g.m.latency.count();
       for (auto [label, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}})
         o << ",\"" << label << "\":" << g.m.latency.percentile(q);
@@ -294,7 +296,8 @@ struct exporter::impl {
         } else {
           o << ',';
         }
-        o << "{\"replica\":" << n.replica << ",\"dedicated\":" << (n.dedicated ? "true" : "false")
+        o << "{\"replica\":" << n.replica << ",\"name\":\"" << troupe::detail::json_escaped(n.name)
+          << "\",\"rank\":" << n.rank << ",\"dedicated\":" << (n.dedicated ? "true" : "false")
           << ",\"items_in\":" << n.items_in << ",\"items_out\":" << n.items_out << ",\"failed\":" << n.failed
           << ",\"late\":" << n.late << ",\"queued\":" << n.queued << ",\"capacity\":" << n.capacity
           << ",\"blocked_s\":" << num(static_cast<double>(n.blocked_ns) * 1e-9) << "}";

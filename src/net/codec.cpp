@@ -36,7 +36,7 @@ void ensure_builtins() {
     add_message<error>();
     add_message<down_msg>();
     add_message<exit_msg>();
-    add_message<troupe::detail::kill_msg>();
+    add_message<ext::kill_msg>();
     return true;
   }();
   (void)done;

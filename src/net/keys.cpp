@@ -85,6 +85,13 @@ key_pair load_key_pair(const std::string& key_file) {
   return k;
 }
 
+key_pair generate_key_pair() {
+  char pub[41], sec[41];
+  if (zmq_curve_keypair(pub, sec) != 0)
+    throw net_error("troupe::net: zmq_curve_keypair failed (ZeroMQ without CURVE support?)");
+  return key_pair{pub, sec};
+}
+
 std::string load_public_key(const std::string& pub_file) {
   std::istringstream in{read_file(pub_file)};
   std::string k;

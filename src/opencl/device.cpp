@@ -196,27 +196,27 @@ std::vector<device> devices() {
 device find_device(device_type t) {
   for (auto& d : devices())
     if (d.info().type == t) return d;
-  throw opencl_error{"no OpenCL device of type " + std::string{to_string(t)}};
+  throw opencl_error{opencl_errc::no_device, "no OpenCL device of type " + std::string{to_string(t)}};
 }
 
 device find_device(std::string_view part) {
   for (auto& d : devices())
     if (d.info().name.find(part) != std::string::npos) return d;
-  throw opencl_error{"no OpenCL device whose name contains '" + std::string{part} + "'"};
+  throw opencl_error{opencl_errc::no_device, "no OpenCL device whose name contains '" + std::string{part} + "'"};
 }
 
 device find_device(std::size_t index) {
   auto all = devices();
   if (index >= all.size())
-    throw opencl_error{"no OpenCL device number " + std::to_string(index) + " (there are " +
-                       std::to_string(all.size()) + ")"};
+    throw opencl_error{opencl_errc::no_device, "no OpenCL device number " + std::to_string(index) + " (there are " +
+                                                   std::to_string(all.size()) + ")"};
   return all[index];
 }
 
 device default_device() {
   auto all = devices();
   if (all.empty())
-    throw opencl_error{"no OpenCL device: no platform is installed (on Debian: apt install pocl-opencl-icd)"};
+    throw opencl_error{opencl_errc::no_device, "no OpenCL device: no platform is installed (on Debian: apt install pocl-opencl-icd)"};
   for (auto& d : all)
     if (d.info().type == device_type::gpu) return d;
   return all.front();

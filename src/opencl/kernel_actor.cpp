@@ -54,10 +54,10 @@ void CL_CALLBACK on_event(cl_event, cl_int status, void* user) {
 }
 }  // namespace
 
-troupe::error kernel_error(const std::string& what) { return troupe::error{errc::runtime_error, "opencl: " + what}; }
+troupe::error kernel_error(opencl_errc code, const std::string& what) { return troupe::error{code, what}; }
 
 troupe::error cl_failure(const char* what, const cl::Error& e) {
-  return kernel_error(std::string{what} + ": " + describe(e));
+  return kernel_error(opencl_errc::call_failed, std::string{what} + ": " + describe(e));
 }
 
 kernel_parts make_parts(const program& p, const std::string& name, const nd_range& range, std::size_t tags,

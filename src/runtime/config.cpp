@@ -26,6 +26,7 @@ std::string_view to_string(polling p) noexcept {
 config_error::config_error(std::string key, std::string value, const std::string& problem, std::size_t position)
     : std::invalid_argument("config key '" + key + "' with value " + detail::quoted_excerpt(value, position) + ": " +
                             problem),
+      troupe::exception{errc::invalid_argument},
       key_{std::move(key)},
       value_{std::move(value)} {}
 

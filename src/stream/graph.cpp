@@ -66,13 +66,14 @@ double latency_histogram::approximate_sum() const noexcept {
 
 std::string graph_metrics::to_json() const {
   std::ostringstream o;
-  o << "{\"elapsed_s\":" << elapsed_s << ",\"nodes\":[";
+  o << "{\"elapsed_s\":" << elapsed_s << ",\"split\":" << (split ? "true" : "false") << ",\"rank\":" << rank
+    << ",\"nodes\":[";
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     auto& n = nodes[i];
     o << (i ? "," : "") << "{\"name\":\"" << troupe::detail::json_escaped(n.name) << "\",\"replica\":" << n.replica
-      << ",\"rank\":" << n.rank << ",\"dedicated\":" << (n.dedicated ? "true" : "false") << ",\"items_in\":" << n.items_in
-      << ",\"stage\":" << n.stage << ",\"items_out\":" << n.items_out << ",\"failed\":" << n.failed
-      << ",\"queued\":" << n.queued << ",\"capacity\":" << n.capacity
+      << ",\"rank\":" << n.rank << ",\"dedicated\":" << (n.dedicated ? "true" : "false")
+      << ",\"items_in\":" << n.items_in << ",\"stage\":" << n.stage << ",\"items_out\":" << n.items_out
+      << ",\"failed\":" << n.failed << ",\"queued\":" << n.queued << ",\"capacity\":" << n.capacity
       << ",\"blocked_s\":" << static_cast<double>(n.blocked_ns) * 1e-9 << ",\"late\":" << n.late << "}";
   }
   o << "],\"latency_ns\":{\"count\":" << latency.count();
@@ -413,6 +414,8 @@ stream::graph_metrics graph_state::metrics() const {
     std::stable_sort(m.nodes.begin(), m.nodes.end(),
                      [](const stream::node_metrics& a, const stream::node_metrics& b) { return a.stage < b.stage; });
   m.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  m.split = staged;
+  m.rank = rank;
   return m;
 }
 

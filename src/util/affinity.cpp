@@ -229,6 +229,7 @@ class parser {
 affinity_error::affinity_error(std::string text, std::size_t position, std::string problem)
     : std::invalid_argument("affinity string " + detail::quoted_excerpt(text, position) + ": at position " +
                             std::to_string(position) + ": " + problem),
+      troupe::exception(errc::invalid_argument),
       text_(std::move(text)),
       position_(position),
       problem_(std::move(problem)) {}

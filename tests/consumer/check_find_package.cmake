@@ -3,6 +3,7 @@
 #   cmake -DBUILD_DIR=<troupe build dir> -DWORK_DIR=<scratch dir>
 #         [-DCONSUMER_DIR=<this folder>] [-DCXX_COMPILER=...] [-DGENERATOR=...]
 #         [-DMAKE_PROGRAM=...] [-DBUILD_TYPE=...] [-DEXPECTED_VERSION=...]
+#         [-DCONSUMER_EXE=<the consumer's executable, troupe_consumer>]
 #         -P check_find_package.cmake
 #
 # 1. cmake --install BUILD_DIR --prefix WORK_DIR/prefix
@@ -10,6 +11,7 @@
 #    (CMAKE_PREFIX_PATH; the user package registry is switched off)
 # 3. checks that troupe was found in the prefix, runs the consumer, and
 #    checks that it exits 0.
+# check_modules.cmake includes this file for the optional modules.
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var BUILD_DIR WORK_DIR)
@@ -19,6 +21,9 @@ foreach(var BUILD_DIR WORK_DIR)
 endforeach()
 if(NOT DEFINED CONSUMER_DIR)
   set(CONSUMER_DIR "${CMAKE_CURRENT_LIST_DIR}")
+endif()
+if(NOT DEFINED CONSUMER_EXE)
+  set(CONSUMER_EXE troupe_consumer)
 endif()
 if(NOT DEFINED BUILD_TYPE OR BUILD_TYPE STREQUAL "")
   set(BUILD_TYPE RelWithDebInfo)
@@ -85,15 +90,15 @@ endif()
 run_step("build the consumer" "${CMAKE_COMMAND}" --build "${consumer_build}" --config "${BUILD_TYPE}")
 
 # 3. run it
-find_program(consumer_exe troupe_consumer PATHS "${consumer_build}" "${consumer_build}/${BUILD_TYPE}"
+find_program(consumer_exe "${CONSUMER_EXE}" PATHS "${consumer_build}" "${consumer_build}/${BUILD_TYPE}"
              NO_DEFAULT_PATH NO_CACHE)
 if(NOT consumer_exe)
-  message(FATAL_ERROR "packaging: no troupe_consumer executable in ${consumer_build}")
+  message(FATAL_ERROR "packaging: no ${CONSUMER_EXE} executable in ${consumer_build}")
 endif()
 execute_process(COMMAND "${consumer_exe}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 TIMEOUT 60)
-message(STATUS "packaging: troupe_consumer said: ${out}${err}")
+message(STATUS "packaging: ${CONSUMER_EXE} said: ${out}${err}")
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "packaging: troupe_consumer exited with '${rc}'")
+  message(FATAL_ERROR "packaging: ${CONSUMER_EXE} exited with '${rc}'")
 endif()
-message(STATUS "packaging: OK: find_package(troupe) + troupe::troupe work from an install prefix")
+message(STATUS "packaging: OK: ${CONSUMER_EXE} built and ran against the install prefix")

@@ -43,11 +43,11 @@ struct split_plan {
 
 struct builder {
   graph_state& graph;
-  std::size_t capacity;          // slots per channel
-  std::size_t default_replicas;  // a farm of 0 replicas: one per worker
-  runner_settings settings;      // of the next runner (placement, replica index, ...)
-  std::size_t threads = 0;       // dedicated threads so far in the current placement group
-  split_plan* split = nullptr;   // a graph split across processes (else null)
+  std::size_t capacity;            // slots per channel
+  std::size_t default_replicas;    // a farm of 0 replicas: one per worker
+  runner_settings settings;        // of the next runner (placement, replica index, ...)
+  std::size_t threads = 0;         // dedicated threads so far in the current placement group
+  split_plan* split = nullptr;     // a graph split across processes (else null)
   std::vector<std::size_t> ranks;  // where the current part runs (troupe::placed; empty: rank 0)
   std::size_t slots = 0;           // runner slots so far
 };

@@ -226,8 +226,8 @@ class edge_sender_base : public edge_runner {
 template <class E>
 class edge_sender final : public edge_sender_base, public input_side<E> {
  public:
-  edge_sender(graph_state& g, const runner_settings& s, ext::peers& p, const ext::edge_config& cfg,
-              std::size_t to_rank, std::string inlet)
+  edge_sender(graph_state& g, const runner_settings& s, ext::peers& p, const ext::edge_config& cfg, std::size_t to_rank,
+              std::string inlet)
       : edge_sender_base{g, s, p, cfg, to_rank, std::move(inlet)} {
     this->owner_ = this;
   }
@@ -512,8 +512,8 @@ class edge_receiver_base : public edge_runner {
 template <class E>
 class edge_receiver final : public edge_receiver_base {
  public:
-  edge_receiver(graph_state& g, const runner_settings& s, ext::peers& p, const ext::edge_config& cfg,
-                std::string inlet, port<E>& into, std::size_t capacity)
+  edge_receiver(graph_state& g, const runner_settings& s, ext::peers& p, const ext::edge_config& cfg, std::string inlet,
+                port<E>& into, std::size_t capacity)
       : edge_receiver_base{g, s, p, cfg, std::move(inlet)}, into_{&into}, capacity_{capacity} {}
 
   /// One more remote producer (at build).
@@ -576,7 +576,8 @@ class edge_receiver final : public edge_receiver_base {
     if (m.match<ext::edge_data, std::uint64_t, ext::batch<E>>()) {
       auto& [a, id, b] = m.get<ext::edge_data, std::uint64_t, ext::batch<E>>();
       auto* l = find(id);
-      if (l == nullptr || l->ended) return fail(from(id) + (l ? ": a batch after its end" : ": a batch before its open"));
+      if (l == nullptr || l->ended)
+        return fail(from(id) + (l ? ": a batch after its end" : ": a batch before its open"));
       if (l->received + b.items.size() > l->granted) return fail(from(id) + ": a batch beyond its credit");
       l->received += b.items.size();
       queued_.store(queued_.load(std::memory_order_relaxed) + b.items.size(), std::memory_order_relaxed);
@@ -722,8 +723,7 @@ class edge_receiver final : public edge_receiver_base {
   /// Every lane has closed: waits (up to a linger) until every sender has
   /// its last acknowledgement, so that this process may end at once after.
   step_result ending() {
-    const bool gone =
-        std::all_of(lanes_.begin(), lanes_.end(), [](const std::unique_ptr<lane>& l) { return l->gone; });
+    const bool gone = std::all_of(lanes_.begin(), lanes_.end(), [](const std::unique_ptr<lane>& l) { return l->gone; });
     if (gone || stream::now() >= linger_until_) return stop(true);
     return park([] { return false; });
   }
@@ -787,6 +787,7 @@ inline void settle_split(split_plan& plan, graph_state& g) {
     rcv->rename(std::move(name));
   }
   g.staged = true;
+  g.rank = plan.rank();
 }
 
 /// Senders no local producer connected to: the replica they stand for is
@@ -821,8 +822,8 @@ void note_edges(builder& b, std::size_t producer, const downstream<E, Route>& ne
     if (rcv == nullptr) {
       runner_settings s = consumer.settings();
       s.dedicated = false;
-      auto r = std::make_unique<edge_receiver<E>>(b.graph, s, *plan.peers, plan.cfg, plan.inlet_name(slot), *p,
-                                                  b.capacity);
+      auto r =
+          std::make_unique<edge_receiver<E>>(b.graph, s, *plan.peers, plan.cfg, plan.inlet_name(slot), *p, b.capacity);
       rcv = r.get();
       b.graph.runners.push_back(std::move(r));
     }
@@ -849,8 +850,8 @@ void local_slot(builder& b, runner_base& r, const Next& next) {
 /// Returns the port its producers here write into (a sender, made now; it
 /// sends nothing if no producer here connects to it).
 template <class E, class Next>
-port<std::conditional_t<std::is_void_v<E>, char, E>>* remote_slot(builder& b, const runner_settings& s,
-                                                                  bool generates, const Next& next) {
+port<std::conditional_t<std::is_void_v<E>, char, E>>* remote_slot(builder& b, const runner_settings& s, bool generates,
+                                                                  const Next& next) {
   auto& plan = *b.split;
   plan.slots[s.slot].generates = generates;
   note_edges(b, s.slot, next);

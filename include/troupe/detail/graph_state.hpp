@@ -48,6 +48,7 @@ struct graph_state final : shutdown_client {
   std::chrono::steady_clock::time_point started;
   bool registered = false;  // with the actor system, while it runs
   bool staged = false;      // the builder numbered the stages (a graph split across processes)
+  std::size_t rank = 0;     // split: this process's rank
 
   /// Starts every runner (pool) or its thread (dedicated).
   void launch(std::shared_ptr<graph_state> me);

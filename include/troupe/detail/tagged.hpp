@@ -39,6 +39,8 @@ class reply_to {
   }
   /// Reports a failed item to whoever awaits its result.
   void fail(const error& e) { deliver(error{e}); }
+  /// Nobody awaits the results (the case of every graph from sources to sinks).
+  bool empty() const noexcept { return !promise_.is_request() && !to_; }
 
  private:
   response_promise promise_;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "troupe/actor/actor.hpp"
+#include "troupe/detail/tagged.hpp"
 
 namespace troupe::ext {
 
@@ -58,6 +59,13 @@ class peers {
   /// How long a receiver waits for its senders to open their lanes.
   virtual std::chrono::milliseconds connect_timeout() const noexcept = 0;
 };
+
+/// What an edge carries inside an ordered farm: the element with its
+/// position in the farm's input (`seq`, `last`; ordered_farm's reorder stage
+/// puts them back in order). `reply` is empty across processes: only graphs
+/// from sources to sinks are split.
+template <class T>
+using sequenced = detail::tagged<T>;
 
 // The atoms of the messages above.
 struct edge_open {};

@@ -11,6 +11,14 @@
 //   troupe::actor a = cell->adopt();    // publish `a`, send it mail
 //   cell->drain([](troupe::message& m) { ... });   // owner, after a notify
 //   cell->end(troupe::error{});         // owner: monitors see it go
+// An owner that forwards messages without handling them (a network proxy)
+// takes them one by one and says how many it took:
+//   std::size_t n = 0;
+//   while (auto m = cell->take()) { ++n; forward(std::move(m)); }  // ext::mail
+//   if (cell->settle_taken(n) != 0) { /* more came meanwhile: take again */ }
+// A table that finds cells without owning them (by key) gets a handle with
+// try_handle(), which is empty once the cell has ended or is being freed;
+// on_end() (any thread, once) tells the subclass that it ended.
 // Ordering: a notify() comes after the message that caused it is visible to
 // take(); an owner that drains until the mailbox settles at zero misses
 // nothing (the next message notifies again).
@@ -24,18 +32,22 @@
 #include "troupe/actor/actor.hpp"
 #include "troupe/actor/message.hpp"
 #include "troupe/detail/actor_cell.hpp"
+#include "troupe/ext/messages.hpp"
 
 namespace troupe::ext {
 
 class owned_cell : public actor_cell {
  public:
   /// The mail a take() returns (owning; destroys the message).
-  using mail = std::unique_ptr<detail::message_node, detail::message_deleter>;
+  using mail = ext::mail;
 
   explicit owned_cell(actor_system& sys) : actor_cell{sys} { drop_spawn_token(); }
 
   /// The first handle: the cell lives as long as handles or mail keep it.
   actor adopt() noexcept { return actor{this, false}; }
+  /// Any thread: a handle, or an empty one once the cell has ended or is
+  /// being freed (for tables that find cells without owning them).
+  [[nodiscard]] actor try_handle() noexcept { return try_add_ref() ? actor{this, false} : actor{}; }
 
   /// Owner: the next message (urgent first), or null when none is visible.
   mail take() noexcept { return mail{pop()}; }
@@ -54,7 +66,7 @@ class owned_cell : public actor_cell {
       std::size_t taken = 0;
       while (auto m = take()) {
         ++taken;
-        message view{*m};
+        message view = m.view();
         f(view);
       }
       all += taken;
@@ -75,10 +87,14 @@ class owned_cell : public actor_cell {
  protected:
   /// Any thread: mail came to an empty mailbox.
   virtual void notify() noexcept = 0;
+  /// Any thread, once: the cell ended (end(), or no handle and no mail was
+  /// left); monitors and links are told right after. Must not throw.
+  virtual void on_end() noexcept {}
 
  private:
   detail::resume_result resume(std::size_t) override { return detail::resume_result::done; }
   void wake() noexcept final { notify(); }
+  void on_exit() noexcept final { on_end(); }
   bool ended_ = false;
 };
 

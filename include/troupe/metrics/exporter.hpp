@@ -35,13 +35,16 @@
 #include "troupe/actor/actor_system.hpp"
 #include "troupe/stream/graph.hpp"
 #include "troupe/stream/metrics.hpp"
+#include "troupe/util/exception.hpp"
 
 namespace troupe::metrics {
 
-/// The exporter could not start (address in use, bad address, bad port).
-class metrics_error : public std::runtime_error {
+/// The exporter could not start (address in use, bad address, bad port);
+/// also a troupe::exception with errc::runtime_error.
+class metrics_error : public std::runtime_error, public troupe::exception {
  public:
-  using std::runtime_error::runtime_error;
+  explicit metrics_error(const std::string& what) : std::runtime_error{what}, troupe::exception{errc::runtime_error} {}
+  explicit metrics_error(const char* what) : std::runtime_error{what}, troupe::exception{errc::runtime_error} {}
 };
 
 struct exporter_config {

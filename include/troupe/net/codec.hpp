@@ -38,14 +38,20 @@
 
 #include <cereal/archives/binary.hpp>
 
+#include "troupe/ext/messages.hpp"
+#include "troupe/net/errors.hpp"
 #include "troupe/troupe.hpp"
+#include "troupe/util/exception.hpp"
 
 namespace troupe::net {
 
-/// A value read from the network did not have the expected shape.
-class decode_error : public std::runtime_error {
+/// A value read from the network did not have the expected shape
+/// (troupe::exception with net_errc::malformed_message).
+class decode_error : public std::runtime_error, public troupe::exception {
  public:
-  using std::runtime_error::runtime_error;
+  explicit decode_error(const std::string& what)
+      : std::runtime_error{what}, troupe::exception{net_errc::malformed_message} {}
+  explicit decode_error(const char* what) : std::runtime_error{what}, troupe::exception{net_errc::malformed_message} {}
 };
 
 class writer;
@@ -200,12 +206,12 @@ struct codec {
     else if constexpr (std::is_same_v<T, error>) return "error";
     else if constexpr (std::is_same_v<T, down_msg>) return "down_msg";
     else if constexpr (std::is_same_v<T, exit_msg>) return "exit_msg";
-    else if constexpr (std::is_same_v<T, troupe::detail::kill_msg>) return "kill_msg";
+    else if constexpr (std::is_same_v<T, ext::kill_msg>) return "kill_msg";
     else if constexpr (std::is_same_v<T, get_atom>) return "get_atom";
     else if constexpr (std::is_same_v<T, put_atom>) return "put_atom";
     else if constexpr (std::is_same_v<T, ok_atom>) return "ok_atom";
     else if constexpr (detail::is_vector<T>::value) return "vector<" + codec<typename T::value_type>::name() + ">";
-    else return detail::user_type_name(troupe::detail::type_id_of<T>, typeid(T).name());
+    else return detail::user_type_name(ext::type_id_of<T>, typeid(T).name());
   }
 
   static void write(writer& w, const T& v) {
@@ -217,12 +223,28 @@ struct codec {
     } else if constexpr (detail::is_typed_handle<T>::value) {
       w.context()->write_actor(w, v.address());
     } else if constexpr (std::is_same_v<T, error>) {
-      w.raw(static_cast<std::uint8_t>(v.code()));
+      // A core error: its code (a byte), then the message. A module's error:
+      // 0xFF, its category's name, the code, the core code it stands for
+      // (never none) and the code's name, then the message, so that a process
+      // without that category still reads it (see read).
+      if (v.category() == core_category()) {
+        w.raw(static_cast<std::uint8_t>(v.value()));
+      } else {
+        const auto text = [&w](std::string_view s) {
+          w.raw(static_cast<std::uint32_t>(s.size()));
+          w.bytes(s.data(), s.size());
+        };
+        w.raw(std::uint8_t{0xFF});
+        text(v.category().name());
+        w.raw(v.value());
+        w.raw(static_cast<std::uint8_t>(v.code() == errc::none ? errc::runtime_error : v.code()));
+        text(v.category().text(v.value()));
+      }
       codec<std::string>::write(w, v.message());
     } else if constexpr (std::is_same_v<T, down_msg> || std::is_same_v<T, exit_msg>) {
       codec<actor>::write(w, v.source);
       codec<error>::write(w, v.reason);
-    } else if constexpr (std::is_same_v<T, troupe::detail::kill_msg>) {
+    } else if constexpr (std::is_same_v<T, ext::kill_msg>) {
       codec<error>::write(w, v.reason);
     } else if constexpr (detail::is_vector<T>::value) {
       using E = typename T::value_type;
@@ -262,15 +284,35 @@ struct codec {
       v = T{r.context()->read_actor(r)};
     } else if constexpr (std::is_same_v<T, error>) {
       auto code = r.raw<std::uint8_t>("error code");
-      if (code > static_cast<std::uint8_t>(errc::remote_unreachable))
-        throw decode_error("error code " + std::to_string(code) + " is not a troupe::errc");
-      std::string msg;
-      codec<std::string>::read(r, msg);
-      v = error{static_cast<errc>(code), std::move(msg)};
+      if (code != 0xFF) {
+        if (core_category().text(code).empty())
+          throw decode_error("error code " + std::to_string(code) + " is not a troupe::errc");
+        std::string msg;
+        codec<std::string>::read(r, msg);
+        v = error{static_cast<errc>(code), std::move(msg)};
+      } else {
+        std::string name, text, msg;
+        codec<std::string>::read(r, name);
+        const auto value = r.raw<error::code_type>("error code");
+        const auto core = r.raw<std::uint8_t>("error core code");
+        codec<std::string>::read(r, text);
+        codec<std::string>::read(r, msg);
+        if (core == 0 || core_category().text(core).empty())
+          throw decode_error("error of category '" + name + "': core code " + std::to_string(core) +
+                             " is not a troupe::errc");
+        const auto* cat = error_category::find(name);
+        if (cat != nullptr && !text.empty() && cat->text(value) == text) {
+          v = error{*cat, value, std::move(msg)};
+        } else {  // a category (or a code) unknown here: the core code, naming them
+          std::string what = name + "." + (text.empty() ? std::to_string(value) : text);
+          if (!msg.empty()) what += ": " + msg;
+          v = error{static_cast<errc>(core), std::move(what)};
+        }
+      }
     } else if constexpr (std::is_same_v<T, down_msg> || std::is_same_v<T, exit_msg>) {
       codec<actor>::read(r, v.source);
       codec<error>::read(r, v.reason);
-    } else if constexpr (std::is_same_v<T, troupe::detail::kill_msg>) {
+    } else if constexpr (std::is_same_v<T, ext::kill_msg>) {
       codec<error>::read(r, v.reason);
     } else if constexpr (detail::is_vector<T>::value) {
       using E = typename T::value_type;
@@ -320,8 +362,10 @@ struct message_type {
   std::string name;    ///< "put_atom,string,point"; "()" for the empty message
   std::uint64_t hash;  ///< FNV-1a of name: what travels
   const void* type_id;
-  void (*encode)(writer&, troupe::detail::message_node&);
-  troupe::detail::message_node* (*decode)(reader&, actor sender, std::uint64_t id);
+  /// Writes the values of `m` (which holds this type).
+  void (*encode)(writer&, const ext::mail& m);
+  /// Reads the values and builds the message (throws decode_error).
+  ext::mail (*decode)(reader&, actor sender, std::uint64_t id);
   std::size_t index = 0;  ///< registration order (set by register_message)
 };
 
@@ -349,18 +393,16 @@ std::string message_name() {
 }
 
 template <class... Ts>
-void encode_values(writer& w, troupe::detail::message_node& n) {
-  std::apply([&](const auto&... v) { (codec<std::decay_t<decltype(v)>>::write(w, v), ...); },
-             troupe::detail::values_of<Ts...>(n));
+void encode_values(writer& w, const ext::mail& m) {
+  std::apply([&](const auto&... v) { (codec<std::decay_t<decltype(v)>>::write(w, v), ...); }, m.values<Ts...>());
 }
 
 template <class... Ts>
-troupe::detail::message_node* decode_values(reader& r, actor sender, std::uint64_t id) {
+ext::mail decode_values(reader& r, actor sender, std::uint64_t id) {
   std::tuple<Ts...> vals;
   std::apply([&](auto&... v) { (codec<std::decay_t<decltype(v)>>::read(r, v), ...); }, vals);
   r.expect_end("message");
-  return std::apply([&](auto&... v) { return troupe::detail::make_message(std::move(sender), id, std::move(v)...); },
-                    vals);
+  return std::apply([&](auto&... v) { return ext::make_mail(std::move(sender), id, std::move(v)...); }, vals);
 }
 
 template <class T>
@@ -375,7 +417,7 @@ struct result_message {
 /// registered). Names must be the same on every node.
 template <class T>
 void add_type(const std::string& name) {
-  detail::add_user_type_name(troupe::detail::type_id_of<T>, typeid(T).name(), name);
+  detail::add_user_type_name(ext::type_id_of<T>, typeid(T).name(), name);
 }
 
 /// Lets messages holding exactly these values (in this order) cross the
@@ -389,7 +431,7 @@ void add_message() {
   detail::message_type t;
   t.name = detail::message_name<Ts...>();
   t.hash = detail::name_hash(t.name);
-  t.type_id = troupe::detail::type_id_of<Ts...>;
+  t.type_id = ext::type_id_of<Ts...>;
   t.encode = &detail::encode_values<Ts...>;
   t.decode = &detail::decode_values<Ts...>;
   detail::register_message(std::move(t));
@@ -400,20 +442,20 @@ namespace detail {
 template <class R>
 void add_result() {
   if constexpr (std::is_void_v<R>) add_message<>();
-  else if constexpr (troupe::detail::is_tuple<R>::value)
+  else if constexpr (ext::is_tuple_v<R>)
     []<class... Us>(std::tuple<Us...>*) { add_message<Us...>(); }(static_cast<R*>(nullptr));
   else add_message<R>();
 }
 
 template <class Sig>
 std::string signature_name() {
-  using S = troupe::detail::signature<Sig>;
+  using S = ext::signature_of<Sig>;
   std::string args = []<class... As>(std::tuple<As...>*) {
     return message_name<As...>();
   }(static_cast<typename S::args*>(nullptr));
   std::string result;
   if constexpr (std::is_void_v<typename S::result>) result = "()";
-  else if constexpr (troupe::detail::is_tuple<typename S::result>::value)
+  else if constexpr (ext::is_tuple_v<typename S::result>)
     result = []<class... Us>(std::tuple<Us...>*) {
       return message_name<Us...>();
     }(static_cast<typename S::result*>(nullptr));
@@ -423,7 +465,7 @@ std::string signature_name() {
 
 template <class Sig>
 void add_signature() {
-  using S = troupe::detail::signature<Sig>;
+  using S = ext::signature_of<Sig>;
   []<class... As>(std::tuple<As...>*) { add_message<As...>(); }(static_cast<typename S::args*>(nullptr));
   add_result<typename S::result>();
 }

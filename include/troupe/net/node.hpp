@@ -32,10 +32,12 @@
 
 namespace troupe::net {
 
-/// A network operation failed; the message says what and where.
-class net_error : public std::runtime_error {
+/// A network operation failed; the message says what and where
+/// (troupe::exception with net_errc::operation_failed).
+class net_error : public std::runtime_error, public troupe::exception {
  public:
-  using std::runtime_error::runtime_error;
+  explicit net_error(const std::string& what) : std::runtime_error{what}, troupe::exception{net_errc::operation_failed} {}
+  explicit net_error(const char* what) : std::runtime_error{what}, troupe::exception{net_errc::operation_failed} {}
 };
 
 /// A CURVE key pair, each key in Z85 text (40 characters).

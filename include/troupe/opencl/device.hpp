@@ -18,15 +18,27 @@
 
 #include <CL/opencl.hpp>
 
+#include "troupe/opencl/errors.hpp"
+#include "troupe/util/exception.hpp"
+
 namespace troupe::opencl {
 
 /// An OpenCL call failed, a device was not found, or a program did not
 /// build. what() names the operation and the OpenCL error (CL_INVALID_...);
-/// build_log() holds the compiler's output for a failed build.
-class opencl_error : public std::runtime_error {
+/// build_log() holds the compiler's output for a failed build. Also a
+/// troupe::exception whose error has the category "opencl" (opencl_errc).
+class opencl_error : public std::runtime_error, public troupe::exception {
  public:
+  /// The opencl_errc follows from the rest: build_failed with a build log
+  /// (or CL_BUILD_PROGRAM_FAILURE), call_failed with another OpenCL code,
+  /// else invalid_argument.
   opencl_error(const std::string& what, int code = 0, std::string log = {})
-      : std::runtime_error{what}, code_{code}, log_{std::move(log)} {}
+      : opencl_error{code == CL_BUILD_PROGRAM_FAILURE || !log.empty() ? opencl_errc::build_failed
+                     : code != 0                                      ? opencl_errc::call_failed
+                                                                      : opencl_errc::invalid_argument,
+                     what, code, std::move(log)} {}
+  opencl_error(opencl_errc kind, const std::string& what, int code = 0, std::string log = {})
+      : std::runtime_error{what}, troupe::exception{kind}, code_{code}, log_{std::move(log)} {}
   /// The OpenCL error code (0 when the failure is not an OpenCL call's).
   int code() const noexcept { return code_; }
   const std::string& build_log() const noexcept { return log_; }

@@ -318,7 +318,7 @@ class kernel_actor_base : public event_actor, private intake_gate {
 
 /// The failure of an OpenCL call, as an error for a reply.
 troupe::error cl_failure(const char* what, const cl::Error& e);
-troupe::error kernel_error(const std::string& what);
+troupe::error kernel_error(opencl_errc code, const std::string& what);
 
 template <class R, class Inputs>
 struct sig_of;
@@ -434,7 +434,7 @@ class kernel_actor final : public kernel_actor_base {
       }
     }
     if (auto p = r.problem(); !p.empty()) {
-      rp.deliver(kernel_error("bad nd_range: " + p));
+      rp.deliver(kernel_error(opencl_errc::invalid_argument, "bad nd_range: " + p));
       return;
     }
     std::array<std::size_t, std::tuple_size_v<inputs> + 1> sizes{};
@@ -453,7 +453,7 @@ class kernel_actor final : public kernel_actor_base {
       ((bad.empty() ? void(bad = prepare<I>(*cmd, args, info, waits, enqueued)) : void()), ...);
       if (!bad.empty()) {
         if (enqueued) drain_queue();
-        rp.deliver(kernel_error(bad));
+        rp.deliver(kernel_error(opencl_errc::invalid_argument, bad));
         return;
       }
       cl::Event done;
@@ -586,7 +586,8 @@ class kernel_actor final : public kernel_actor_base {
     give_back(c, std::index_sequence_for<Tags...>{});
     if (status < 0) {
       c.promise.deliver(
-          kernel_error("the kernel or a transfer failed on the device: " + std::string{error_name(status)}));
+          kernel_error(opencl_errc::kernel_failed,
+                       "the kernel or a transfer failed on the device: " + std::string{error_name(status)}));
       return;
     }
     auto outs = take_outputs(c, std::index_sequence_for<Tags...>{});
@@ -617,7 +618,7 @@ class kernel_actor final : public kernel_actor_base {
 
   void abandon_all() noexcept override {
     for (auto& cmd : commands_)
-      cmd->promise.deliver(kernel_error("the kernel actor ended with this request in flight"));
+      cmd->promise.deliver(troupe::error{errc::actor_exited, "opencl: the kernel actor ended with this request in flight"});
     commands_.clear();
   }
 

@@ -125,6 +125,10 @@ class farm {
 
   template <bool Tagged, class Next>
   auto build(detail::builder& b, const Next& next) const {
+    if (n_ == 0 && b.split != nullptr)
+      throw std::invalid_argument(
+          "troupe::farm: a farm of 0 replicas (one per worker) in a graph split across processes: give it an explicit "
+          "count, the same in every process");
     const std::size_t n = n_ != 0 ? n_ : b.default_replicas;
     if constexpr (!Ordered) {
       return replicate<Tagged>(b, next, n);

@@ -23,6 +23,7 @@
 #include "troupe/actor/blocking_actor.hpp"
 #include "troupe/actor/scoped_actor.hpp"
 #include "troupe/stream/node.hpp"
+#include "troupe/util/exception.hpp"
 
 namespace troupe {
 
@@ -38,10 +39,12 @@ template <class F>
 seq(F) -> seq<F>;
 
 /// Thrown (and handled as the element's failure) when an actor asked by a
-/// seq_actor answers with an error.
-class stage_error : public std::runtime_error {
+/// seq_actor answers with an error; as a troupe::exception, its error is
+/// that answer.
+class stage_error : public std::runtime_error, public troupe::exception {
  public:
-  explicit stage_error(troupe::error e) : std::runtime_error{e.to_string()}, error_{std::move(e)} {}
+  explicit stage_error(troupe::error e)
+      : std::runtime_error{e.to_string()}, troupe::exception{e}, error_{std::move(e)} {}
   const troupe::error& error() const noexcept { return error_; }
 
  private:

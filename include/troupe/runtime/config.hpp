@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "troupe/detail/tuning.hpp"
+#include "troupe/util/exception.hpp"
 
 namespace troupe {
 
@@ -34,7 +35,9 @@ enum class polling { aggressive, moderate, relaxed };
 
 std::string_view to_string(polling p) noexcept;
 
-class config_error : public std::invalid_argument {
+/// A bad configuration value; also a troupe::exception with
+/// errc::invalid_argument.
+class config_error : public std::invalid_argument, public troupe::exception {
  public:
   /// The message shows the value escaped and, when long, only around `position`.
   config_error(std::string key, std::string value, const std::string& problem, std::size_t position = 0);

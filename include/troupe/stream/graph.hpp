@@ -42,15 +42,18 @@
 #include "troupe/detail/graph_state.hpp"
 #include "troupe/stream/metrics.hpp"
 #include "troupe/stream/options.hpp"
+#include "troupe/util/exception.hpp"
 
 namespace troupe::stream {
 
 /// A graph split across processes lost its edge to another process: a peer
 /// was lost, or the part of the graph there failed. The message names the
-/// peer (graph::wait() throws it; graph::error() is remote_unreachable).
-class edge_error : public std::runtime_error {
+/// peer (graph::wait() throws it; graph::error() is errc::edge_lost). A
+/// troupe::exception with errc::edge_lost.
+class edge_error : public std::runtime_error, public troupe::exception {
  public:
-  using std::runtime_error::runtime_error;
+  explicit edge_error(const std::string& what) : std::runtime_error{what}, troupe::exception{errc::edge_lost} {}
+  explicit edge_error(const char* what) : std::runtime_error{what}, troupe::exception{errc::edge_lost} {}
 };
 
 /// A spawned stream graph. Copies share the graph; the graph runs until its

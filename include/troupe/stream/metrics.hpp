@@ -99,9 +99,11 @@ struct node_metrics {
 
 struct graph_metrics {
   std::vector<node_metrics> nodes;
+  bool split = false;         ///< this process's part of a graph split across processes
+  std::size_t rank = 0;       ///< split: this process's rank
   latency_histogram latency;  ///< every sink's measurements together
   double elapsed_s = 0;       ///< since the graph started
-  /// {"elapsed_s":..,"nodes":[..],"latency_ns":{"count":..,"min":..,"p5":..,...,"max":..}}
+  /// {"elapsed_s":..,"split":..,"rank":..,"nodes":[..],"latency_ns":{"count":..,"min":..,"p5":..,...,"max":..}}
   /// (each node: name, replica, rank, stage, dedicated, items_in, items_out, failed,
   /// queued, capacity, blocked_s, late)
   std::string to_json() const;

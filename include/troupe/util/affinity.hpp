@@ -28,11 +28,14 @@
 #include <string_view>
 #include <vector>
 
+#include "troupe/util/exception.hpp"
+
 namespace troupe {
 
 // Thrown when an affinity string cannot be used.  what() names the string,
 // the 0-based position of the problem (an offset into text()) and the problem.
-class affinity_error : public std::invalid_argument {
+// Also a troupe::exception, with errc::invalid_argument.
+class affinity_error : public std::invalid_argument, public troupe::exception {
  public:
   affinity_error(std::string text, std::size_t position, std::string problem);
 

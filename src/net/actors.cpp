@@ -1,0 +1,439 @@
+// The node's actors: proxies (remote actors as local cells, drained by the
+// I/O thread onto their connection), exports (local actors that peers hold
+// references to, counted per connection), lookups of published names,
+// monitors across nodes, and the data records between local actors and the
+// wire (see node_core.hpp).
+#include "node_core.hpp"
+
+namespace troupe::net::detail {
+
+void proxy::notify() noexcept { core_->ready(this); }
+void proxy::on_end() noexcept { core_->proxy_gone(this); }
+
+// ------------------------------------------------------------ any thread
+
+void node_core::ready(proxy* p) noexcept {
+  p->add_ref();
+  try {
+    std::lock_guard<std::mutex> g{in_mtx_};
+    ready_in_.push_back(p);
+  } catch (...) {
+    p->release();  // out of memory: the message stays queued until the next wake
+    return;
+  }
+  poke();
+}
+
+void node_core::proxy_gone(proxy* p) noexcept {
+  {
+    std::lock_guard<std::mutex> g{proxies_mtx_};
+    auto it = proxies_.find({p->conn(), p->rid()});
+    if (it != proxies_.end() && it->second == p) proxies_.erase(it);
+  }
+  if (p->is_sink() || p->decoded == 0 || stopping_.load()) return;
+  try {
+    post([this, c = p->conn(), id = p->rid(), n = p->decoded] { send_release(c, id, n); });
+  } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory; the export then stays until the connection ends
+  }
+}
+
+void node_core::publish(const actor& a, const std::string& name, std::uint64_t iface) {
+  if (!a) throw net_error("troupe::net: publish: the handle is empty");
+  call<int>([this, a, name, iface] {
+    published_[name] = published{a, iface};
+    return 0;
+  });
+}
+
+actor node_core::lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
+                        std::uint64_t iface) {
+  if (cfg_.security == security::curve && !is_z85_key(where.public_key))
+    throw net_error("troupe::net: remote_actor('" + where.endpoint +
+                    "'): the node's public key is missing or not a Z85 CURVE key (40 characters)");
+  auto p = std::make_shared<std::promise<lookup_result>>();
+  auto fut = p->get_future();
+  call<int>([this, where, name, timeout, iface, p] {
+    start_lookup(where, name, timeout, iface, p);
+    return 0;
+  });
+  if (fut.wait_for(timeout + std::chrono::seconds{5}) != std::future_status::ready)
+    throw net_error("troupe::net: remote_actor('" + where.endpoint + "'): the node's I/O thread did not answer");
+  auto r = fut.get();
+  if (!r.error.empty()) throw net_error(r.error);
+  return std::move(r.a);
+}
+
+// ------------------------------------------------------------ lookups
+
+void node_core::start_lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
+                             std::uint64_t iface, const std::shared_ptr<std::promise<lookup_result>>& p) {
+  std::string error;
+  connection* c = connect(where, error);
+  if (c == nullptr) {
+    p->set_value(lookup_result{{}, std::move(error)});
+    return;
+  }
+  auto token = ++next_token_;
+  lookups_[token] = pending_lookup{p, c->id, name, iface, clock::now() + timeout, where.endpoint, timeout};
+  if (c->ready) send_lookup(*c, token);
+  else c->waiting_lookups.push_back(token);
+}
+
+void node_core::send_lookup(connection& c, std::uint64_t token) {
+  auto it = lookups_.find(token);
+  if (it == lookups_.end()) return;
+  put_record(c, [&](writer& w) {
+    wire::put_lookup(w, wire::lookup{.token = token, .name = it->second.name, .iface = it->second.iface});
+  });
+}
+
+void node_core::expire_lookups(clock::time_point now) {
+  std::vector<std::uint64_t> expired;
+  for (auto& [token, l] : lookups_)
+    if (now >= l.deadline) expired.push_back(token);
+  for (auto token : expired) {
+    auto l = std::move(lookups_[token]);
+    lookups_.erase(token);
+    auto ct = conns_.find(l.conn);
+    const bool connected = ct != conns_.end() && ct->second->ready;
+    l.p->set_value(lookup_result{
+        {},
+        ("troupe::net: remote_actor('" + l.endpoint + "', '" + l.name + "'): no answer within " +
+         std::to_string(l.timeout.count()) + " ms" +
+         (connected ? std::string{" (connected, but the lookup was not answered)"}
+                    : std::string{" (no handshake: nobody listens there, or the keys do not match: the server key "
+                                  "given here, or this node's key not trusted there)"}))});
+    if (ct != conns_.end() && !ct->second->ready) {
+      bool others = false;
+      for (auto& [t2, l2] : lookups_) others = others || l2.conn == l.conn;
+      if (!others) drop_connection(l.conn);
+    }
+  }
+}
+
+void node_core::on_lookup(connection& c, const wire::lookup& l) {
+  auto it = published_.find(l.name);
+  std::uint8_t status = wire::lookup_ok;
+  std::string detail;
+  actor a;
+  if (it == published_.end()) {
+    status = wire::lookup_unknown;
+    detail = "no actor is published as '" + l.name + "' there";
+  } else if (l.iface != 0 && it->second.iface != l.iface) {
+    status = wire::lookup_mismatch;
+    detail = "the actor published as '" + l.name + "' has another interface";
+  } else {
+    a = it->second.a;
+  }
+  put_record(c, [&](writer& w) {
+    wire::put_lookup_reply(w, wire::lookup_reply{.token = l.token, .status = status, .a = ref_of(c, a), .detail = detail});
+  });
+}
+
+void node_core::on_lookup_reply(const wire::lookup_reply& l) {
+  actor a = resolve(l.a);
+  auto it = lookups_.find(l.token);
+  if (it == lookups_.end()) return;  // timed out meanwhile
+  auto pending = std::move(it->second);
+  lookups_.erase(it);
+  if (l.status == wire::lookup_ok && a) pending.p->set_value(lookup_result{std::move(a), {}});
+  else
+    pending.p->set_value(lookup_result{
+        {}, "troupe::net: remote_actor('" + pending.endpoint + "', '" + pending.name + "'): " + l.detail});
+}
+
+// ------------------------------------------------------------ references
+
+void node_core::write_actor(writer& w, const actor& a) { wire::put_actor(w, ref_of(*cur_, a)); }
+
+actor node_core::read_actor(reader& r) { return resolve(wire::read_actor(r)); }
+
+wire::actor_ref node_core::ref_of(connection& c, const actor& a) {
+  if (!a) return {};
+  if (a.get() == c.last_sender) {
+    ++*c.last_sender_count;
+    return {inc_, a.id()};
+  }
+  if (auto* p = dynamic_cast<proxy*>(a.get()); p != nullptr && !p->is_sink()) {
+    auto it = conns_.find(p->conn());
+    return {it != conns_.end() ? it->second->peer_inc : std::uint64_t{0}, p->rid()};
+  }
+  auto [it, fresh] = exports_.try_emplace(a.id());
+  if (fresh) {
+    it->second.a = a;
+    st_.exports.store(exports_.size(), std::memory_order_relaxed);
+  }
+  auto& count = it->second.holders[c.id];
+  ++count;
+  c.last_sender = a.get();
+  c.last_sender_count = &count;
+  return {inc_, a.id()};
+}
+
+actor node_core::resolve(const wire::actor_ref& ref) {
+  if (ref.id == 0) return actor{};
+  if (ref.origin == inc_) {
+    auto it = exports_.find(ref.id);
+    if (it == exports_.end()) {
+      st_.unknown_actors.fetch_add(1, std::memory_order_relaxed);
+      return actor{};
+    }
+    return it->second.a;
+  }
+  connection* c = cur_;
+  if (ref.origin != c->peer_inc) {
+    auto it = by_inc_.find(ref.origin);
+    if (it == by_inc_.end()) return actor{};  // a third node this one is not connected to
+    c = it->second;
+  }
+  return proxy_for(*c, ref.id);
+}
+
+// ------------------------------------------------------------ proxies
+
+actor node_core::proxy_for(connection& c, std::uint64_t rid) {
+  if (rid == c.last_from_rid && c.last_from && !c.last_from->terminated()) {
+    ++static_cast<proxy*>(c.last_from.get())->decoded;
+    return c.last_from;
+  }
+  actor a = find_or_make_proxy(c, rid);
+  c.last_from_rid = rid;
+  c.last_from = a;
+  return a;
+}
+
+actor node_core::find_or_make_proxy(connection& c, std::uint64_t rid) {
+  {
+    std::lock_guard<std::mutex> g{proxies_mtx_};
+    auto it = proxies_.find({c.id, rid});
+    if (it != proxies_.end()) {
+      if (actor a = it->second->try_handle()) {
+        ++it->second->decoded;
+        return a;
+      }
+    }
+  }
+  auto* p = new proxy{sys_, shared_from_this(), c.id, rid, false};
+  p->decoded = 1;
+  actor a = p->adopt();
+  {
+    std::lock_guard<std::mutex> g{proxies_mtx_};
+    proxies_[{c.id, rid}] = p;
+  }
+  connection* keep = cur_;
+  put_record(c, [&](writer& w) { wire::put_monitor(w, rid); });
+  cur_ = keep;
+  return a;
+}
+
+void node_core::drain_ready() {
+  std::size_t rounds = ready_.size();
+  while (rounds-- > 0 && !ready_.empty()) {
+    proxy* p = ready_.front();
+    ready_.pop_front();
+    if (p->terminated()) {
+      p->release();
+      continue;
+    }
+    connection* c = nullptr;
+    if (!p->is_sink()) {
+      auto it = conns_.find(p->conn());
+      if (it == conns_.end()) {  // its connection ended (the proxy is ending too)
+        p->release();
+        continue;
+      }
+      c = it->second.get();
+      if (c->has_stuck()) {
+        c->blocked.push_back(p);
+        continue;
+      }
+    }
+    std::size_t taken = 0;
+    bool room = true;
+    while (taken < 4096 && room) {
+      auto m = p->take();
+      if (!m) break;
+      ++taken;
+      if (p->is_sink()) handle_sink(std::move(m));
+      else room = forward(*c, *p, std::move(m));
+    }
+    if (p->settle_taken(taken) == 0) {
+      p->release();
+    } else if (c != nullptr && c->has_stuck()) {
+      c->blocked.push_back(p);
+    } else {
+      ready_.push_back(p);
+    }
+  }
+}
+
+bool node_core::forward(connection& c, proxy& p, ext::mail m) {
+  const message_type* t = (m.type() == last_type_id_) ? last_type_ : find_message(m.type());
+  if (t == nullptr) {
+    st_.unsendable.fetch_add(1, std::memory_order_relaxed);
+    fail_message(m, error{errc::runtime_error, std::string{"troupe::net: the message type "} + m.type_name() +
+                                                   " is not registered (troupe::net::add_message)"});
+    return true;
+  }
+  last_type_id_ = m.type();
+  last_type_ = t;
+  if (!c.ready) {
+    fail_message(m, error{errc::remote_unreachable, "troupe::net: " + c.describe() + " is not connected"});
+    return true;
+  }
+  // A type the peer did not list fails here, at once, unless it was
+  // registered after this connection's handshake: the peer may have
+  // registered it too and not told us yet (its announcement comes with its
+  // next record); it is sent, and a peer without it counts it as unknown.
+  if (t->hash != c.last_known_hash && c.peer_types.find(t->hash) == c.peer_types.end() &&
+      t->index < c.handshake_types) {
+    st_.unsendable.fetch_add(1, std::memory_order_relaxed);
+    fail_message(m, error{errc::runtime_error,
+                          "troupe::net: " + c.describe() + " has no message type '" + t->name + "' registered"});
+    return true;
+  }
+  c.last_known_hash = t->hash;
+  const std::size_t at = begin_record(c);
+  try {
+    writer w{c.out, this};
+    cur_ = &c;
+    wire::put_data_head(w, wire::data_head{.flags = static_cast<std::uint8_t>(m.is_system() ? wire::flag_urgent : 0),
+                                           .tag = m.tag(),
+                                           .dest = p.rid(),
+                                           .sender = ref_of(c, m.sender()),
+                                           .id = m.id(),
+                                           .hash = t->hash});
+    t->encode(w, m);
+  } catch (const std::exception& e) {
+    c.out.resize(at);
+    if (c.out.size() == wire::header_bytes) c.out.clear(), --c.seq_out;
+    st_.unsendable.fetch_add(1, std::memory_order_relaxed);
+    fail_message(m, error{errc::runtime_error, std::string{"troupe::net: cannot write "} + t->name + ": " + e.what()});
+    return true;
+  }
+  end_record(c, at);
+  st_.messages_out.fetch_add(1, std::memory_order_relaxed);
+  if (m.is_request() && m.sender()) c.requests.emplace(std::make_pair(m.sender().id(), m.id()), m.sender());
+  if (c.out.size() >= cfg_.batch_bytes) flush(c);
+  return !c.has_stuck();
+}
+
+void node_core::fail_message(const ext::mail& m, const error& e) {
+  ext::count_dead_letter(sys_);
+  if (m.is_request()) ext::respond(m.sender(), m.id(), e);
+}
+
+void node_core::handle_sink(ext::mail m) {
+  if (!m.holds<down_msg>()) return;
+  auto& d = std::get<0>(m.values<down_msg>());
+  auto it = exports_.find(d.source.id());
+  if (it == exports_.end()) return;
+  for (auto& [cid, count] : it->second.holders) {
+    auto ct = conns_.find(cid);
+    if (ct != conns_.end()) send_down(*ct->second, d.source.id(), d.reason);
+  }
+}
+
+// ------------------------------------------------------------ records
+
+void node_core::on_data(connection& c, reader& r) {
+  const auto h = wire::read_data_head(r);
+  actor sender = resolve(h.sender);
+  if (ext::is_response(h.id)) c.requests.erase({h.dest, ext::request_of(h.id)});
+  const bool is_request = ext::is_request(h.id);
+  const message_type* t = h.hash == last_hash_ ? last_hash_type_ : find_message(h.hash);
+  if (t != nullptr) {
+    last_hash_ = h.hash;
+    last_hash_type_ = t;
+  }
+  if (t == nullptr) {
+    st_.unknown_types.fetch_add(1, std::memory_order_relaxed);
+    if (is_request)
+      ext::respond(sender, h.id,
+                   error{errc::runtime_error,
+                         "troupe::net: the receiving node has no message type with this name registered"});
+    return;
+  }
+  export_entry* entry = h.dest == last_dest_id_ ? last_dest_ : nullptr;
+  if (entry == nullptr) {
+    if (auto it = exports_.find(h.dest); it != exports_.end()) {
+      entry = &it->second;
+      last_dest_id_ = h.dest;
+      last_dest_ = entry;
+    }
+  }
+  if (entry == nullptr) {
+    st_.unknown_actors.fetch_add(1, std::memory_order_relaxed);
+    ext::count_dead_letter(sys_);
+    if (is_request)
+      ext::respond(sender, h.id,
+                   error{errc::actor_exited,
+                         "troupe::net: the receiver is not exported by its node (it ended, or was never published)"});
+    return;
+  }
+  auto m = t->decode(r, std::move(sender), h.id);
+  m.set_tag(h.tag);
+  st_.messages_in.fetch_add(1, std::memory_order_relaxed);
+  const actor& to = entry->a;
+  ext::deliver(to, std::move(m), (h.flags & wire::flag_urgent) != 0 ? priority::urgent : priority::normal);
+  if (to->mailbox_size() > sys_.mailbox_soft_limit() && !to->terminated()) {
+    paused_on_ = to;
+    paused_since_ = clock::now();
+  }
+}
+
+void node_core::on_monitor(connection& c, std::uint64_t id) {
+  auto it = exports_.find(id);
+  if (it == exports_.end()) {
+    send_down(c, id, error{errc::actor_exited, "not exported by this node (ended, or never published)"});
+    return;
+  }
+  if (!it->second.monitored) {
+    it->second.monitored = true;
+    it->second.a->add_monitor(sink_);
+  }
+}
+
+void node_core::on_down(connection& c, const wire::down& d) {
+  actor h;
+  {
+    std::lock_guard<std::mutex> g{proxies_mtx_};
+    auto it = proxies_.find({c.id, d.id});
+    if (it != proxies_.end()) h = it->second->try_handle();
+  }
+  if (h) static_cast<proxy*>(h.get())->end(d.reason);
+}
+
+void node_core::on_release(connection& c, const wire::release& x) {
+  auto it = exports_.find(x.id);
+  if (it == exports_.end()) return;
+  auto h = it->second.holders.find(c.id);
+  if (h == it->second.holders.end()) return;
+  h->second = x.count >= h->second ? 0 : h->second - x.count;
+  if (h->second == 0) {
+    it->second.holders.erase(h);
+    if (c.last_sender == it->second.a.get()) c.last_sender = nullptr;
+  }
+  if (it->second.holders.empty()) drop_export(it);
+}
+
+void node_core::drop_export(std::unordered_map<std::uint64_t, export_entry>::iterator it) {
+  if (last_dest_ == &it->second) last_dest_ = nullptr, last_dest_id_ = 0;
+  if (it->second.monitored) it->second.a->remove_monitor(sink_);
+  for (auto& [id, c] : conns_)
+    if (c->last_sender == it->second.a.get()) c->last_sender = nullptr;
+  exports_.erase(it);
+  st_.exports.store(exports_.size(), std::memory_order_relaxed);
+}
+
+void node_core::send_down(connection& c, std::uint64_t id, const error& reason) {
+  put_record(c, [&](writer& w) { wire::put_down(w, wire::down{.id = id, .reason = reason}); });
+}
+
+void node_core::send_release(std::uint64_t cid, std::uint64_t id, std::uint64_t n) {
+  auto it = conns_.find(cid);
+  if (it == conns_.end() || !it->second->ready) return;
+  put_record(*it->second, [&](writer& w) { wire::put_release(w, wire::release{.id = id, .count = n}); });
+}
+
+}  // namespace troupe::net::detail

@@ -1,0 +1,372 @@
+// node_core.hpp: the inside of a troupe::net::node (not installed). One I/O
+// thread owns every ZeroMQ socket of the node, the proxies (cells whose
+// mailbox that thread drains onto the network), the table of exported actors
+// and the connections. The node's work is split by concern, one file each:
+//   wire.hpp/.cpp   the frame and record layout: pure functions, no sockets,
+//                   no actors (fuzzed alone: tests/fuzz/net_wire_fuzz.cpp);
+//   transport.cpp   ZeroMQ: sockets, the poll loop, sending and receiving
+//                   frames, flow control, the CURVE key allow-list (ZAP);
+//   session.cpp     connections: handshake, incarnations, sequence numbers,
+//                   type announcements, heartbeats, losing a peer;
+//   actors.cpp      proxies, exports, lookups, monitors, and the data
+//                   records between them and the local actors;
+//   node.cpp        the node's life (start, close, the actor system's
+//                   shutdown) and the public API.
+// The core is reached through troupe/ext/ only: proxies are ext::owned_cell,
+// messages are ext::mail, the node is an ext::shutdown_client.
+//
+// Actor references (wire.hpp) name (incarnation of the node that runs the
+// actor, its id there). A node exports a local actor when a reference to it
+// is written, counting how often per connection; the peer's proxy counts how
+// often it read it and gives the count back when it is freed (release), so an
+// export dies only when no reference to it is in flight (no race between a
+// release and a new reference).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "troupe/ext/messages.hpp"
+#include "troupe/ext/owned_cell.hpp"
+#include "troupe/ext/system.hpp"
+#include "troupe/net/node.hpp"
+#include "wire.hpp"
+
+namespace troupe::net::detail {
+
+using clock = std::chrono::steady_clock;
+
+/// 16 hex digits (incarnations in messages).
+std::string hex(std::uint64_t v);
+
+class node_core;
+
+/// Frame buffers that ZeroMQ sends without copying them (zmq_msg_init_data)
+/// and gives back when it is done, from its own I/O thread. Without them a
+/// frame costs ZeroMQ a malloc and a copy of every byte, and the malloc'd
+/// memory keeps going back to the kernel and coming in again: measured on
+/// remote_pipeline, 98 k page faults per 20 M tuples (480 MB) in the sending
+/// node's I/O thread and ZeroMQ's, 40% of them in that copy. A pooled buffer
+/// keeps its pages. (transport.cpp)
+class frame_pool : public std::enable_shared_from_this<frame_pool> {
+ public:
+  /// Keeps at most `keep` buffers, of at least `reserve` bytes (and at most
+  /// 4 x `reserve`: a buffer grown by a huge frame is freed, not kept).
+  frame_pool(std::size_t keep, std::size_t reserve) : keep_{keep}, reserve_{reserve} { free_.reserve(keep); }
+  frame_pool(const frame_pool&) = delete;
+  frame_pool& operator=(const frame_pool&) = delete;
+  ~frame_pool();
+
+  /// A message that owns the bytes of `frame`; `frame` is left empty, with
+  /// the storage of a buffer given back earlier (or room reserved).
+  zmq::message_t wrap(std::string& frame);
+
+ private:
+  struct buffer {
+    std::string bytes;
+    std::shared_ptr<frame_pool> home;  // alive until ZeroMQ gives the last buffer back
+  };
+  static void give_back(void* data, void* hint) noexcept;
+
+  std::mutex mtx_;
+  std::vector<buffer*> free_;
+  std::size_t keep_, reserve_;
+};
+
+/// Hash of a (connection or actor id, id) pair: the keys of the proxy table
+/// and of the requests in flight.
+struct pair_hash {
+  std::size_t operator()(const std::pair<std::uint64_t, std::uint64_t>& k) const noexcept {
+    return std::hash<std::uint64_t>{}(k.first * 0x9e3779b97f4a7c15ULL ^ k.second);
+  }
+};
+
+/// A remote actor, as seen on this node: a cell drained outside the
+/// scheduler, by the node's I/O thread, which writes each message to the
+/// connection (actors.cpp). The sink (conn 0) is the node's own watcher of
+/// exported actors: its mail is down messages.
+class proxy final : public ext::owned_cell {
+ public:
+  proxy(actor_system& sys, std::shared_ptr<node_core> core, std::uint64_t conn, std::uint64_t rid, bool sink)
+      : owned_cell{sys}, core_{std::move(core)}, conn_{conn}, rid_{rid}, sink_{sink} {}
+
+  std::uint64_t conn() const noexcept { return conn_; }
+  std::uint64_t rid() const noexcept { return rid_; }
+  bool is_sink() const noexcept { return sink_; }
+  std::uint64_t decoded = 0;  // references read (I/O thread; given back on exit)
+
+ private:
+  void notify() noexcept override;
+  void on_end() noexcept override;
+
+  std::shared_ptr<node_core> core_;
+  std::uint64_t conn_;
+  std::uint64_t rid_;
+  bool sink_;
+};
+
+/// One peer, as this node talks to it (session.cpp; its socket: transport.cpp).
+struct connection {
+  std::uint64_t id = 0;
+  bool outgoing = false;
+  std::unique_ptr<zmq::socket_t> dealer;  // outgoing connections
+  std::string routing_id;                 // incoming ones (the ROUTER's peer)
+  std::string endpoint;
+  std::uint64_t peer_inc = 0;
+  std::string peer_name;
+  bool ready = false;  // handshake done
+  std::unordered_set<std::uint64_t> peer_types;
+  std::uint64_t last_known_hash = 0;  // the last type found in peer_types
+  std::size_t announced = 0;          // our types the peer was told of (registered_count() numbering)
+  std::size_t handshake_types = 0;    // our types when we sent our handshake
+  clock::time_point last_heard = clock::now();
+  clock::time_point last_sent = clock::now();
+  std::uint64_t seq_out = 0, seq_in = 0;
+  std::string out;              // the batch being filled
+  zmq::message_t stuck;         // a whole frame ZeroMQ did not take yet (queue full)
+  std::vector<proxy*> blocked;  // proxies waiting for room (a reference each)
+  /// Requests sent through this connection and not answered yet.
+  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, actor, pair_hash> requests;
+  std::vector<std::uint64_t> waiting_lookups;  // sent once ready
+  // Decoding cache: the proxy of the last remote actor read on this
+  // connection (it keeps that proxy alive until another one replaces it).
+  std::uint64_t last_from_rid = 0;
+  actor last_from;
+  // Encoding cache: the last local sender written on this connection.
+  actor_cell* last_sender = nullptr;
+  std::uint64_t* last_sender_count = nullptr;
+
+  bool has_stuck() const noexcept { return stuck.size() != 0; }
+  std::string describe() const;
+};
+
+/// What a lookup ends with: a handle, or why there is none.
+struct lookup_result {
+  actor a;
+  std::string error;
+};
+
+class node_core final : public handle_context,
+                        public ext::shutdown_client,
+                        public std::enable_shared_from_this<node_core> {
+ public:
+  // ------------------------------------------------ life (node.cpp)
+  node_core(actor_system& sys, node_config cfg);
+  ~node_core();
+  node_core(const node_core&) = delete;
+  node_core& operator=(const node_core&) = delete;
+
+  void start();
+  void close();
+  void cancel_for_shutdown() noexcept override;
+  void join_io();
+  void feed(const std::string& peer, const std::vector<std::string>& frames);
+  std::uint64_t incarnation() const noexcept { return inc_; }
+  node_stats stats() const;
+
+  // ------------------------------------------------ any thread (transport.cpp)
+  void post(std::function<void()> f);
+  template <class R>
+  R call(std::function<R()> f) {
+    if (stopping_.load()) throw net_error("troupe::net: the node is closed");
+    auto task = std::make_shared<std::packaged_task<R()>>(std::move(f));
+    auto fut = task->get_future();
+    post([task] { (*task)(); });
+    return fut.get();
+  }
+  std::string listen(const std::string& endpoint);
+
+  // ------------------------------------------------ actors (actors.cpp)
+  void publish(const actor& a, const std::string& name, std::uint64_t iface);
+  actor lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
+               std::uint64_t iface);
+  /// Any thread: `p` has mail (its notify).
+  void ready(proxy* p) noexcept;
+  /// Any thread: `p` ended (its on_end).
+  void proxy_gone(proxy* p) noexcept;
+
+  // handle_context (I/O thread, while a record is written or read)
+  void write_actor(writer& w, const actor& a) override;
+  actor read_actor(reader& r) override;
+
+  // ------------------------------------------------ session (session.cpp)
+  /// One frame from a peer: `c` is its connection, or null for a frame from
+  /// a new ROUTER peer (`rid`), which must be a hello. Public for the
+  /// decoder's fuzz test.
+  void handle_frame(connection* c, const std::string* rid, const char* data, std::size_t size);
+
+ private:
+  struct published {
+    actor a;
+    std::uint64_t iface = 0;
+  };
+  struct export_entry {
+    actor a;
+    std::unordered_map<std::uint64_t, std::uint64_t> holders;  // connection -> references written
+    bool monitored = false;
+  };
+  struct pending_lookup {
+    std::shared_ptr<std::promise<lookup_result>> p;
+    std::uint64_t conn;
+    std::string name;
+    std::uint64_t iface;
+    clock::time_point deadline;
+    std::string endpoint;
+    std::chrono::milliseconds timeout;
+  };
+  struct counters {
+    std::atomic<std::uint64_t> frames_in{0}, frames_out{0}, messages_in{0}, messages_out{0}, malformed{0},
+        unknown_types{0}, unsendable{0}, unknown_actors{0}, stale{0}, rejected_keys{0}, peers_lost{0};
+    std::atomic<std::size_t> peers{0}, exports{0};
+  };
+
+  // ------------------------------------------------ transport.cpp
+  void poke() noexcept;
+  void tune(zmq::socket_t& s);
+  void run();
+  bool busy() const noexcept { return !ready_.empty(); }
+  bool any_stuck() const noexcept;
+  long poll_ms() const noexcept;
+  void run_inputs();
+  /// Reading is paused while a local receiver's mailbox is over the soft
+  /// limit (a data record set paused_on_), for a bounded time.
+  bool paused();
+  /// Sends `frame` (emptied when sent); false: ZeroMQ's queue is full.
+  bool send_frame(connection& c, zmq::message_t& frame);
+  void flush(connection& c);
+  bool read_budget_left(int frames, clock::time_point since) const;
+  void read_router();
+  void read_dealer(std::uint64_t cid);
+  void handle_zap();
+
+  // ------------------------------------------------ session.cpp
+  /// The outgoing connection to `where` (made, with its hello sent, when
+  /// there is none); null with `error` set when the endpoint is bad.
+  connection* connect(const remote_address& where, std::string& error);
+  /// Opens a record in c's batch (the frame's header first when the batch
+  /// is empty). Types registered since the peer was last told go first (a
+  /// record of their own): whatever this record makes the peer send back,
+  /// the peer knows our types as of now.
+  std::size_t begin_record(connection& c, bool announce = true);
+  void announce_types(connection& c);
+  static void end_record(connection& c, std::size_t at) noexcept { wire::close_record(c.out, at); }
+  /// One record written by `body(writer&)` (handle context: this node, for c).
+  template <class F>
+  void put_record(connection& c, F&& body, bool announce = true) {
+    const std::size_t at = begin_record(c, announce);
+    writer w{c.out, this};
+    cur_ = &c;
+    body(w);
+    end_record(c, at);
+    if (c.out.size() >= cfg_.batch_bytes) flush(c);
+  }
+  void send_handshake(connection& c, wire::rec kind);
+  void heartbeat(connection& c);
+  void handle_record(connection& c, reader& r, std::uint64_t src);
+  void on_handshake(connection& c, wire::rec kind, reader& r, std::uint64_t src);
+  void timers();
+  /// The peer of `c` is gone (or must be treated so): its proxies end, its
+  /// requests fail, its exports are dropped. Destroys `c`.
+  void lose(connection& c, const std::string& why, bool report = true);
+  void drop_connection(std::uint64_t cid);
+
+  // ------------------------------------------------ actors.cpp
+  void start_lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
+                    std::uint64_t iface, const std::shared_ptr<std::promise<lookup_result>>& p);
+  void send_lookup(connection& c, std::uint64_t token);
+  void expire_lookups(clock::time_point now);
+  void on_lookup(connection& c, const wire::lookup& l);
+  void on_lookup_reply(const wire::lookup_reply& l);
+  /// How `a` travels on `c` (exports a local actor).
+  wire::actor_ref ref_of(connection& c, const actor& a);
+  /// The actor a reference read on cur_ names (a proxy for a remote one).
+  actor resolve(const wire::actor_ref& ref);
+  actor proxy_for(connection& c, std::uint64_t rid);
+  actor find_or_make_proxy(connection& c, std::uint64_t rid);
+  /// Drains the proxies that have mail onto their connections.
+  void drain_ready();
+  /// One message from a proxy's mailbox to the wire. Returns false when the
+  /// connection's queue is full (stop draining it).
+  bool forward(connection& c, proxy& p, ext::mail m);
+  /// A message that cannot go: a dead letter; a request gets `e` back.
+  void fail_message(const ext::mail& m, const error& e);
+  /// The sink monitors exported actors: tell every holder when one ends.
+  void handle_sink(ext::mail m);
+  void on_data(connection& c, reader& r);
+  void on_monitor(connection& c, std::uint64_t id);
+  void on_down(connection& c, const wire::down& d);
+  void on_release(connection& c, const wire::release& x);
+  void drop_export(std::unordered_map<std::uint64_t, export_entry>::iterator it);
+  void send_down(connection& c, std::uint64_t id, const error& reason);
+  void send_release(std::uint64_t cid, std::uint64_t id, std::uint64_t n);
+
+  // ------------------------------------------------ node.cpp
+  void shutdown_io();
+
+  actor_system& sys_;
+  node_config cfg_;
+  std::uint64_t inc_ = 0;
+  std::unordered_set<std::string> trusted_;
+  zmq::context_t ctx_{1};
+  std::unique_ptr<zmq::socket_t> router_;
+  std::unique_ptr<zmq::socket_t> zap_;
+  int efd_ = -1;
+  std::thread io_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> cancelled_{false};
+  std::once_flag joined_;
+  actor sink_;
+  counters st_;
+
+  std::mutex in_mtx_;
+  std::vector<proxy*> ready_in_;
+  std::vector<std::function<void()>> commands_;
+
+  mutable std::mutex proxies_mtx_;
+  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, proxy*, pair_hash> proxies_;
+
+  // I/O thread only.
+  std::deque<proxy*> ready_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<connection>> conns_;
+  std::unordered_map<std::string, connection*> by_routing_;
+  std::unordered_map<std::string, connection*> by_endpoint_;
+  std::unordered_map<std::uint64_t, connection*> by_inc_;
+  std::unordered_set<std::uint64_t> dead_incs_;
+  std::unordered_map<std::uint64_t, export_entry> exports_;
+  std::unordered_map<std::string, published> published_;
+  std::unordered_map<std::uint64_t, pending_lookup> lookups_;
+  std::uint64_t next_conn_ = 0, next_token_ = 0;
+  connection* cur_ = nullptr;
+  const void* last_type_id_ = nullptr;
+  const message_type* last_type_ = nullptr;
+  // Decoding caches: the last message type and the last receiver.
+  std::uint64_t last_hash_ = 0;
+  const message_type* last_hash_type_ = nullptr;
+  std::uint64_t last_dest_id_ = 0;
+  export_entry* last_dest_ = nullptr;
+  actor paused_on_;
+  clock::time_point paused_since_;
+  clock::time_point last_activity_;
+  static constexpr std::chrono::microseconds spin_window{200};
+  static constexpr std::size_t zero_copy_bytes = 4096;
+  // Frames in flight are bounded by the queues (queue_frames per socket and
+  // direction): keep that many buffers at most.
+  std::shared_ptr<frame_pool> frames_ =
+      std::make_shared<frame_pool>(static_cast<std::size_t>(cfg_.queue_frames), 2 * cfg_.batch_bytes);
+};
+
+}  // namespace troupe::net::detail

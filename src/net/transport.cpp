@@ -1,0 +1,345 @@
+// The node's transport: ZeroMQ sockets (a ROUTER for the peers that connect
+// to us, a DEALER per peer we connect to, the ZAP socket of the key
+// allow-list), the I/O thread's poll loop, sending and receiving whole
+// frames, and flow control (see node_core.hpp).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+
+#include "node_core.hpp"
+
+namespace troupe::net::detail {
+
+// ------------------------------------------------------------ frame buffers
+
+frame_pool::~frame_pool() {
+  for (auto* b : free_) delete b;
+}
+
+zmq::message_t frame_pool::wrap(std::string& frame) {
+  std::unique_ptr<buffer> b;
+  {
+    std::lock_guard<std::mutex> g{mtx_};
+    if (!free_.empty()) {
+      b.reset(free_.back());
+      free_.pop_back();
+    }
+  }
+  if (!b) b = std::make_unique<buffer>();
+  b->bytes.swap(frame);
+  frame.clear();
+  try {
+    if (frame.capacity() < reserve_) frame.reserve(reserve_);
+    b->home = shared_from_this();
+    zmq::message_t m{b->bytes.data(), b->bytes.size(), &give_back, b.get()};
+    [[maybe_unused]] buffer* handed = b.release();  // ZeroMQ's now: give_back frees or keeps it
+    return m;
+  } catch (...) {
+    frame.swap(b->bytes);  // the frame stays with the caller
+    b->home.reset();
+    throw;
+  }
+}
+
+void frame_pool::give_back(void* /*data*/, void* hint) noexcept {
+  auto* b = static_cast<buffer*>(hint);
+  const auto home = std::move(b->home);
+  if (b->bytes.capacity() <= 4 * home->reserve_) {
+    std::lock_guard<std::mutex> g{home->mtx_};
+    if (home->free_.size() < home->keep_) {
+      home->free_.push_back(b);  // within the capacity reserved: no allocation
+      return;
+    }
+  }
+  delete b;
+}
+
+// ------------------------------------------------------------ any thread
+
+void node_core::post(std::function<void()> f) {
+  {
+    std::lock_guard<std::mutex> g{in_mtx_};
+    commands_.push_back(std::move(f));
+  }
+  poke();
+}
+
+void node_core::poke() noexcept {
+  if (sleeping_.exchange(false)) {
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(efd_, &one, sizeof one);
+  }
+}
+
+std::string node_core::listen(const std::string& endpoint) {
+  return call<std::string>([this, endpoint] {
+    if (!router_) {
+      router_ = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::router);
+      tune(*router_);
+      router_->set(zmq::sockopt::router_mandatory, 1);
+      if (cfg_.security == security::curve) {
+        router_->set(zmq::sockopt::curve_server, 1);
+        router_->set(zmq::sockopt::curve_secretkey, cfg_.keys.secret_key);
+        router_->set(zmq::sockopt::zap_domain, "troupe");
+      }
+    }
+    try {
+      router_->bind(endpoint);
+    } catch (const zmq::error_t& e) {
+      throw net_error("troupe::net: cannot listen at '" + endpoint + "': " + e.what());
+    }
+    return router_->get(zmq::sockopt::last_endpoint);
+  });
+}
+
+void node_core::tune(zmq::socket_t& s) {
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::sndhwm, cfg_.queue_frames);
+  s.set(zmq::sockopt::rcvhwm, cfg_.queue_frames);
+  s.set(zmq::sockopt::maxmsgsize, cfg_.max_frame_bytes);
+}
+
+// ------------------------------------------------------------ the I/O loop
+
+void node_core::run() {
+  std::vector<zmq::pollitem_t> items;
+  std::vector<connection*> item_conn;
+  while (!stopping_.load()) {
+    run_inputs();
+    drain_ready();
+    for (auto& [id, c] : conns_) flush(*c);
+    timers();
+    items.clear();
+    item_conn.clear();
+    items.push_back({nullptr, efd_, ZMQ_POLLIN, 0});
+    item_conn.push_back(nullptr);
+    if (zap_) {
+      items.push_back({zap_->handle(), 0, ZMQ_POLLIN, 0});
+      item_conn.push_back(nullptr);
+    }
+    const bool reading = !paused();
+    if (reading) {
+      if (router_) {
+        items.push_back({router_->handle(), 0, ZMQ_POLLIN, 0});
+        item_conn.push_back(nullptr);
+      }
+      for (auto& [id, c] : conns_)
+        if (c->dealer) {
+          items.push_back({c->dealer->handle(), 0, ZMQ_POLLIN, 0});
+          item_conn.push_back(c.get());
+        }
+    }
+    long timeout = busy() ? 0 : (paused() || any_stuck()) ? 1 : poll_ms();
+    // Right after traffic, an answer usually follows within a round trip:
+    // poll without sleeping (yielding the core) for a short while, so
+    // that neither it nor the next message pays for waking this thread.
+    if (timeout != 0 && clock::now() - last_activity_ < spin_window) {
+      timeout = 0;
+      std::this_thread::yield();
+    }
+    if (timeout != 0) {
+      sleeping_.store(true);
+      std::unique_lock<std::mutex> g{in_mtx_};
+      if (!ready_in_.empty() || !commands_.empty()) timeout = 0;
+    }
+    try {
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds{timeout});
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) std::fprintf(stderr, "troupe::net: poll: %s\n", e.what());
+    }
+    sleeping_.store(false);
+    if (items[0].revents & ZMQ_POLLIN) {
+      std::uint64_t v;
+      [[maybe_unused]] auto n = ::read(efd_, &v, sizeof v);
+    }
+    std::size_t i = 1;
+    if (zap_) {
+      if (items[i].revents & ZMQ_POLLIN) handle_zap();
+      ++i;
+    }
+    if (!reading) continue;
+    if (router_) {
+      if (items[i].revents & ZMQ_POLLIN) read_router();
+      ++i;
+    }
+    for (; i < items.size(); ++i)
+      if (items[i].revents & ZMQ_POLLIN) read_dealer(item_conn[i]->id);
+  }
+  shutdown_io();
+}
+
+bool node_core::any_stuck() const noexcept {
+  for (auto& [id, c] : conns_)
+    if (c->has_stuck()) return true;
+  return false;
+}
+
+long node_core::poll_ms() const noexcept {
+  long ms = static_cast<long>(cfg_.heartbeat_interval.count()) / 2;
+  if (!lookups_.empty()) ms = std::min(ms, 20L);
+  return std::max(ms, 1L);
+}
+
+void node_core::run_inputs() {
+  std::vector<std::function<void()>> cmds;
+  std::vector<proxy*> rd;
+  {
+    std::lock_guard<std::mutex> g{in_mtx_};
+    cmds.swap(commands_);
+    rd.swap(ready_in_);
+  }
+  for (auto& f : cmds) f();
+  for (auto* p : rd) ready_.push_back(p);
+}
+
+bool node_core::paused() {
+  if (!paused_on_) return false;
+  const bool drained = paused_on_->terminated() || paused_on_->mailbox_size() <= sys_.mailbox_soft_limit() / 2;
+  // Never longer than a fraction of the heartbeat timeout at a time: an
+  // actor that waits for a response behind the pause must get it.
+  if (drained || clock::now() - paused_since_ > cfg_.heartbeat_timeout / 4) {
+    paused_on_ = actor{};
+    const auto now = clock::now();
+    for (auto& [id, c] : conns_) c->last_heard = std::max(c->last_heard, now - cfg_.heartbeat_interval);
+    return false;
+  }
+  return true;
+}
+
+// ------------------------------------------------------------ sending
+
+bool node_core::send_frame(connection& c, zmq::message_t& frame) {
+  try {
+    if (c.dealer) {
+      if (!c.dealer->send(frame, zmq::send_flags::dontwait)) return false;
+    } else {
+      if (!router_) return true;  // nothing to send through any more
+      if (!router_->send(zmq::buffer(c.routing_id), zmq::send_flags::dontwait | zmq::send_flags::sndmore))
+        return false;
+      router_->send(frame, zmq::send_flags::dontwait);
+    }
+  } catch (const zmq::error_t&) {
+    return true;  // the peer's connection is gone: the heartbeat timeout reports it
+  }
+  st_.frames_out.fetch_add(1, std::memory_order_relaxed);
+  c.last_sent = clock::now();
+  last_activity_ = c.last_sent;
+  return true;
+}
+
+void node_core::flush(connection& c) {
+  if (c.has_stuck()) {
+    if (!send_frame(c, c.stuck)) return;
+    c.stuck = zmq::message_t{};
+    for (auto* p : c.blocked) ready_.push_back(p);
+    c.blocked.clear();
+  }
+  if (c.out.empty()) return;
+  // Small frames are copied (ZeroMQ keeps up to 33 bytes inline, and a
+  // copy of a few hundred costs less than the pool's lock); big ones go
+  // without a copy.
+  zmq::message_t frame =
+      c.out.size() < zero_copy_bytes ? zmq::message_t{c.out.data(), c.out.size()} : frames_->wrap(c.out);
+  c.out.clear();
+  if (!send_frame(c, frame)) c.stuck = std::move(frame);
+}
+
+// ------------------------------------------------------------ receiving
+
+// Reading stops after a few frames or milliseconds, so that the loop
+// comes back to sending (heartbeats, monitors, releases) and to the timers.
+bool node_core::read_budget_left(int frames, clock::time_point since) const {
+  return frames < 16 && clock::now() - since < std::chrono::milliseconds{2};
+}
+
+void node_core::read_router() {
+  const auto since = clock::now();
+  for (int budget = 0; read_budget_left(budget, since); ++budget) {
+    zmq::message_t id, data;
+    try {
+      if (!router_->recv(id, zmq::recv_flags::dontwait)) return;
+      if (!id.more()) {
+        st_.malformed.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      (void)router_->recv(data, zmq::recv_flags::none);
+      while (data.more()) {  // extra parts: not ours
+        zmq::message_t extra;
+        (void)router_->recv(extra, zmq::recv_flags::none);
+        st_.malformed.fetch_add(1, std::memory_order_relaxed);
+        data.swap(extra);
+      }
+    } catch (const zmq::error_t&) {
+      return;
+    }
+    std::string rid{static_cast<const char*>(id.data()), id.size()};
+    auto it = by_routing_.find(rid);
+    handle_frame(it != by_routing_.end() ? it->second : nullptr, &rid, static_cast<const char*>(data.data()),
+                 data.size());
+    if (paused()) return;
+  }
+}
+
+void node_core::read_dealer(std::uint64_t cid) {
+  const auto since = clock::now();
+  for (int budget = 0; read_budget_left(budget, since); ++budget) {
+    auto it = conns_.find(cid);
+    if (it == conns_.end() || !it->second->dealer) return;
+    zmq::message_t data;
+    try {
+      if (!it->second->dealer->recv(data, zmq::recv_flags::dontwait)) return;
+    } catch (const zmq::error_t&) {
+      return;
+    }
+    handle_frame(it->second.get(), nullptr, static_cast<const char*>(data.data()), data.size());
+    if (paused()) return;
+  }
+}
+
+// ------------------------------------------------------------ keys
+
+// ZeroMQ's authentication protocol (ZAP, RFC 27): the key allow-list.
+void node_core::handle_zap() {
+  std::vector<zmq::message_t> parts;
+  while (true) {
+    zmq::message_t m;
+    try {
+      if (!zap_->recv(m, zmq::recv_flags::dontwait)) break;
+    } catch (const zmq::error_t&) {
+      break;
+    }
+    const bool more = m.more();
+    parts.push_back(std::move(m));
+    if (!more) break;
+  }
+  // routing id, empty, version, request id, domain, address, identity, mechanism, key
+  if (parts.size() < 9) return;
+  const std::string mechanism{static_cast<const char*>(parts[7].data()), parts[7].size()};
+  bool ok = false;
+  if (mechanism == "CURVE" && parts[8].size() == 32) {
+    char z85[41];
+    if (zmq_z85_encode(z85, static_cast<const std::uint8_t*>(parts[8].data()), 32) != nullptr)
+      ok = trusted_.count(z85) != 0;
+  }
+  if (!ok) st_.rejected_keys.fetch_add(1, std::memory_order_relaxed);
+  auto send = [&](const std::string& s, bool more) {
+    zap_->send(zmq::buffer(s), more ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  };
+  try {
+    zap_->send(parts[0], zmq::send_flags::sndmore);
+    send("", true);
+    send("1.0", true);
+    zap_->send(parts[3], zmq::send_flags::sndmore);
+    send(ok ? "200" : "400", true);
+    send(ok ? "OK" : "public key not trusted", true);
+    send("", true);
+    send("", false);
+  } catch (const zmq::error_t& e) {
+    std::fprintf(stderr, "troupe::net: node '%s': answering an authentication request failed: %s\n",
+                 cfg_.name.c_str(), e.what());
+  }
+}
+
+}  // namespace troupe::net::detail
