@@ -719,7 +719,8 @@ net::node_config split_node(const char* name) {
 
 /// Rank `cl.rank()`'s part of scenario `name` (see above).
 st::graph split_scenario(net::cluster& cl, const std::string& name, std::uint64_t n,
-                         const std::shared_ptr<split_counts>& seen, const std::shared_ptr<troupe_test::timed_log>& log) {
+                         const std::shared_ptr<split_counts>& seen,
+                         const std::shared_ptr<troupe_test::timed_log>& log) {
   register_split_types();
   net::split_options o;
   o.name = name;
@@ -753,7 +754,8 @@ int split_child_main(const char* spec, int out) {
   [[maybe_unused]] auto w = write(out, line.data(), line.size());
   std::string result;
   try {
-    auto g = split_scenario(cl, scenario, n, std::make_shared<split_counts>(), std::make_shared<troupe_test::timed_log>());
+    auto g =
+        split_scenario(cl, scenario, n, std::make_shared<split_counts>(), std::make_shared<troupe_test::timed_log>());
     try {
       g.wait();
       result = "done ok\n";
@@ -881,7 +883,7 @@ TEST(net_split_process, a_killed_peer_ends_the_graph_with_an_error_naming_it) {
   ASSERT_NE(what, "hang") << "the graph did not end";
   EXPECT_NE(what.find("rank 1"), std::string::npos) << what;
   EXPECT_NE(what.find("remote_unreachable"), std::string::npos) << what;
-  EXPECT_EQ(g.error().code(), errc::remote_unreachable);
+  EXPECT_EQ(g.error().code(), errc::edge_lost);
 }
 
 TEST(net_split_process, a_killed_peer_under_skip_still_ends_the_graph_with_an_error_naming_it) {
@@ -894,7 +896,7 @@ TEST(net_split_process, a_killed_peer_under_skip_still_ends_the_graph_with_an_er
   const std::string what = ending_of(g);
   ASSERT_NE(what, "hang") << "a lost peer under skip must end the graph, not be skipped forever";
   EXPECT_NE(what.find("rank 1"), std::string::npos) << what;
-  EXPECT_EQ(g.error().code(), errc::remote_unreachable);
+  EXPECT_EQ(g.error().code(), errc::edge_lost);
 }
 
 TEST(net_split_process, cancel_on_one_process_ends_the_other_with_an_error) {

@@ -317,7 +317,7 @@ TEST(split_engine, a_failing_replica_ends_every_rank_with_an_error) {
   EXPECT_THROW(gs[1].wait(), std::runtime_error);
   EXPECT_NE(gs[1].error().message().find("fragile: 5000"), std::string::npos) << gs[1].error().to_string();
   EXPECT_THROW(gs[0].wait(), st::edge_error);
-  EXPECT_EQ(gs[0].error().code(), troupe::errc::remote_unreachable);
+  EXPECT_EQ(gs[0].error().code(), troupe::errc::edge_lost);
   EXPECT_NE(gs[0].error().message().find("rank 1"), std::string::npos) << gs[0].error().to_string();
   EXPECT_LT(t.count.load(), 1'000'000);
 }
@@ -363,7 +363,7 @@ TEST(split_engine, a_lost_peer_under_skip_still_ends_the_graph_with_an_error_nam
   gs[1].cancel();  // rank 1 goes away mid-stream
   EXPECT_TRUE(ends_within(gs[1], 10s));
   ASSERT_TRUE(ends_within(gs[0], 10s)) << "rank 0 hangs after losing rank 1";
-  EXPECT_EQ(gs[0].error().code(), troupe::errc::remote_unreachable);
+  EXPECT_EQ(gs[0].error().code(), troupe::errc::edge_lost);
   EXPECT_NE(gs[0].error().message().find("rank 1"), std::string::npos) << gs[0].error().to_string();
 }
 

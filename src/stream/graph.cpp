@@ -18,6 +18,7 @@
 #include "troupe/detail/system_access.hpp"
 #include "troupe/detail/text.hpp"
 #include "troupe/detail/tuning.hpp"
+#include "troupe/detail/waker.hpp"
 
 namespace troupe::stream {
 
@@ -446,6 +447,10 @@ bool graph_state::wait_done_for(std::chrono::nanoseconds d) const {
 }  // namespace troupe::detail
 
 namespace troupe::stream {
+void wake_handle::wake() const noexcept {
+  if (w_) w_->notify();
+}
+
 void graph::close() const {
   if (entry_) st_->sys->send(entry_, end_of_stream{});
 }

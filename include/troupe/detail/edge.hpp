@@ -39,47 +39,12 @@
 #include "troupe/detail/builder.hpp"
 #include "troupe/detail/graph_state.hpp"
 #include "troupe/detail/outlet.hpp"
+#include "troupe/detail/waker.hpp"
 #include "troupe/ext/edges.hpp"
 #include "troupe/ext/owned_cell.hpp"
 #include "troupe/stream/graph.hpp"
 
 namespace troupe::detail {
-
-/// Wakes a runner when mail comes to its actor. The actor may outlive the
-/// runner (a peer still holds its handle), so it holds this state, not the
-/// runner: the runner arms it at its first step and disarms it when done.
-class runner_waker {
- public:
-  void arm(runner_base& r, const std::shared_ptr<graph_state>& g) {
-    std::lock_guard<std::mutex> lock{mtx_};
-    target_ = &r;
-    graph_ = g;
-  }
-  void disarm() noexcept {
-    std::lock_guard<std::mutex> lock{mtx_};
-    target_ = nullptr;
-  }
-  void notify() noexcept {
-    runner_base* r = nullptr;
-    std::shared_ptr<graph_state> keep;  // the runner lives as long as its graph
-    {
-      std::lock_guard<std::mutex> lock{mtx_};
-      if (target_ == nullptr) return;  // not started (its first step drains) or done
-      keep = graph_.lock();
-      r = target_;
-    }
-    if (!keep) return;
-    // Pairs with the fence in the runner's release: it sees the mail, or we
-    // see it idle.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    r->wake();
-  }
-
- private:
-  std::mutex mtx_;
-  runner_base* target_ = nullptr;
-  std::weak_ptr<graph_state> graph_;
-};
 
 /// The actor of an edge runner: its mail wakes the runner.
 class edge_cell final : public ext::owned_cell {
@@ -140,22 +105,15 @@ class edge_runner : public runner_base {
   enum class phase { fresh, running, ending, finished };
 
   /// The first step: mail from now on wakes the runner.
-  void arm() {
-    std::shared_ptr<graph_state> g;
-    {
-      std::lock_guard<std::mutex> lock{graph_->mtx};
-      g = graph_->self;
-    }
-    box_.waker().arm(*this, g);
-  }
+  void arm() { box_.waker().arm(*this, *graph_); }
   /// The graph fails with `what` (whatever options.on_error says: a lost
   /// peer is not an element's failure).
   step_result fail_with(const std::string& what) noexcept {
     try {
       const std::string full = "stream edge '" + name() + "': " + what;
-      runner_base::fail(std::make_exception_ptr(stream::edge_error{full}), error{errc::remote_unreachable, full});
+      runner_base::fail(std::make_exception_ptr(stream::edge_error{full}), error{errc::edge_lost, full});
     } catch (...) {
-      runner_base::fail(std::current_exception(), error{errc::remote_unreachable});
+      runner_base::fail(std::current_exception(), error{errc::edge_lost});
     }
     return stop(false);
   }

@@ -36,8 +36,11 @@ namespace troupe::detail {
 template <class T>
 class emit_target {
  public:
-  /// Pushes `v` (or parks it when its channel is full). Order per channel is kept.
-  void send(T&& v) {
+  /// Pushes `v` (or parks it when its channel is full). Order per channel is
+  /// kept. Always inline: it is every node's per-element path, and GCC's
+  /// heuristics dropped it out of line once the code around a source's loop
+  /// grew (pipeline3: 99.8 -> 118.8 instructions per tuple).
+  [[gnu::always_inline]] void send(T&& v) {
     if (fast_ != nullptr) [[likely]] {
       if (push(*fast_, std::move(v))) {
         ++sent_;

@@ -35,6 +35,7 @@
 #include "troupe/detail/outlet.hpp"
 #include "troupe/detail/tagged.hpp"
 #include "troupe/detail/tuning.hpp"
+#include "troupe/detail/waker.hpp"
 #include "troupe/stream/node.hpp"
 #include "troupe/stream/watermark.hpp"
 
@@ -78,7 +79,19 @@ struct node_access {
   static void allow_watermarks(stream::emitter<Out>& e) noexcept {
     e.emits_watermarks_ = true;
   }
+  template <class In, class Out>
+  static void set_waker(stream::node<In, Out>& n, std::shared_ptr<runner_waker> w) noexcept {
+    n.waker_.w_ = std::move(w);
+  }
+  template <class In, class Out>
+  static bool& held(stream::node<In, Out>& n) noexcept {
+    return n.held_;
+  }
 };
+
+/// A node that waits for something outside the graph (stream/node.hpp: hold).
+template <class N>
+inline constexpr bool waits = requires { requires N::waits; };
 
 /// A node that generates its own watermarks.
 template <class N>
@@ -332,6 +345,7 @@ class runner_core : public runner_base, public input_side<InE> {
   step_result input_ended(std::uint64_t in) noexcept {
     phase_ = phase::stopping;
     if (!self().stop_hook()) return end(false);
+    if (auto r = self().stop_held(in)) return *r;
     if (out_.blocked() && !out_.flush()) return blocked(in);
     publish(in, 0);
     return end(true);
@@ -448,6 +462,7 @@ class runner_core : public runner_base, public input_side<InE> {
 
   bool start_hook() noexcept { return true; }
   bool stop_hook() noexcept { return true; }
+  std::optional<step_result> stop_held(std::uint64_t) noexcept { return std::nullopt; }
   void batch_end_hook() noexcept {}
   std::uint64_t take_markers() noexcept { return 0; }
   bool fed_watermarks() const noexcept override {
@@ -484,6 +499,8 @@ class runner final
   static constexpr bool stamps = !std::is_same_v<stamper_type, no_stamper>;
   /// The node defines on_idle (the base's does nothing).
   static constexpr bool idles = !is_source && stream::detail::defines_on_idle<N>;
+  /// The node waits for something outside the graph (hold, on_wake).
+  static constexpr bool holds = waits<N>;
 
  public:
   runner(graph_state& g, const N& prototype, const runner_settings& s, actor_system& sys)
@@ -500,6 +517,10 @@ class runner final
       if constexpr (generates) node_access::allow_watermarks(out);
     }
     if constexpr (measures_latency) latency_ = std::make_unique<stream::latency_histogram>();
+    if constexpr (holds) {
+      waker_ = std::make_shared<runner_waker>();
+      node_access::set_waker(node_, waker_);
+    }
   }
 
   std::uint64_t late() const noexcept override {
@@ -516,7 +537,11 @@ class runner final
 
  protected:
   step_result step(std::size_t) override {
+    if constexpr (holds)
+      if (auto r = wake_step()) return *r;
     if (auto r = this->prologue()) return *r;
+    if constexpr (holds)
+      if (held()) return hold_park(0);  // in on_start
     if constexpr (is_source) return produce();
     else return drain();
   }
@@ -568,11 +593,43 @@ class runner final
   }
 
   bool start_hook() noexcept {
+    if constexpr (holds) waker_->arm(*this, *this->graph_);
     return always([&] { node_.on_start(); });
   }
   bool stop_hook() noexcept {
     tag_.stopping();
     return always([&] { node_.on_stop(); });
+  }
+
+  // ---- a node that holds (stream/node.hpp: hold, waker, on_wake)
+
+  bool& held() noexcept { return node_access::held(node_); }
+  /// Whether the node holds now (false, at compile time, unless it waits).
+  bool holding() noexcept {
+    if constexpr (holds) return held();
+    else return false;
+  }
+  /// Parks until the node's waker is woken (or the graph is cancelled).
+  step_result hold_park(std::uint64_t in) noexcept {
+    this->batch_done(in);
+    if (this->release_unless([this] { return waker_->fired() || this->cancelled(); })) return step_result::idle;
+    return step_result::more;
+  }
+  /// First thing in a step of a node that holds: still waiting (park
+  /// again), or woken (on_wake, then on with the step unless it holds again).
+  std::optional<step_result> wake_step() noexcept {
+    if (!held() || this->cancelled()) return std::nullopt;  // cancelled: the prologue ends it
+    if (!waker_->take_fired()) return hold_park(0);
+    held() = false;
+    if (!always([&] { node_.on_wake(); })) return this->end(false);
+    if (held()) return hold_park(0);
+    return std::nullopt;
+  }
+  /// on_stop held: the outputs close once the node lets go (the prologue
+  /// ends the runner then, in the stopping phase).
+  std::optional<step_result> stop_held(std::uint64_t in) noexcept {
+    if (holding()) return hold_park(in);
+    return std::nullopt;
   }
   std::uint64_t take_markers() noexcept { return tag_.take_markers(); }
 
@@ -623,6 +680,8 @@ class runner final
         bool going = true;
         if (!element([&] { going = node_.produce(); }, nullptr)) return this->end(false);
         if (!going) return this->input_ended(0);
+        if constexpr (holds)
+          if (held()) return hold_park(0);
         if (this->out_.blocked()) return this->blocked(0);
         if constexpr (!is_sink) {  // a source that is also a sink (a whole chain) cannot pace itself
           if (node_access::resume_at(static_cast<stream::emitter<Out>&>(node_)) != 0) [[unlikely]]
@@ -728,13 +787,16 @@ class runner final
               failed = true;
               return false;
             }
-            return !this->out_.blocked();
+            if constexpr (holds) return !this->out_.blocked() && !held();
+            else return !this->out_.blocked();
           });
           in += got;
           if (got != 0) any = true;
           if (failed) return this->end(false);
           if constexpr (Timed)
             if (!this->took(c, got)) return this->end(false);
+          if constexpr (holds)
+            if (held()) return hold_park(in);
           if (this->out_.blocked()) return this->blocked(in);
           if (in == this->batch_) return this->more(in);
           if (++this->cursor_ == n) this->cursor_ = 0;
@@ -756,6 +818,8 @@ class runner final
       }
       if constexpr (idles) {
         if (!element([&] { node_.on_idle(); }, nullptr)) return this->end(false);
+        if constexpr (holds)
+          if (held()) return hold_park(in);
         if (this->out_.blocked()) return this->blocked(in);
       }
       return this->idle_after(in);
@@ -764,6 +828,7 @@ class runner final
   }
 
   N node_;
+  std::shared_ptr<runner_waker> waker_;  // a node that holds
   tagger_type tag_;
   stamper_type stamp_;
   std::uint64_t markers_seen_ = 0;

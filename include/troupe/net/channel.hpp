@@ -77,7 +77,7 @@ class cluster final : public ext::peers {
 
 /// A split graph lost an edge: a peer was lost, or its part of the graph
 /// failed (the core's stream::edge_error; graph::error() is
-/// remote_unreachable and names the peer).
+/// errc::edge_lost and names the peer).
 using channel_error = stream::edge_error;
 
 /// An edge batch travels as the vector of its elements.

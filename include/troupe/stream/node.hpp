@@ -16,6 +16,13 @@
 // send_all(v) sends a copy to every replica of the next stage (punctuations).
 // A source that is ahead of its schedule calls pause_until(t) in produce().
 // A node that batches defines on_idle(), called when its input runs dry.
+// A node that waits for something outside the graph (a device, a socket)
+// without blocking its worker declares `static constexpr bool waits = true;`
+// and calls hold() instead of waiting: the runner takes no more input (input
+// waits in the channels, so producers are held back as by a full one) until
+// waker().wake() is called, from any thread (a device's completion
+// callback); then it calls on_wake(), which may hold() again. on_idle and
+// on_stop may hold too: the stream's end waits until the node lets go.
 // From on_start on, a node knows replica_index(), replica_count() and the
 // actor system it runs on (system()).
 //
@@ -39,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -57,6 +65,7 @@ namespace troupe::detail {
 template <class Out, class Outlet>
 class tagger;
 class runner_base;
+class runner_waker;
 struct node_access;
 }  // namespace troupe::detail
 
@@ -99,6 +108,19 @@ class emitter {
 template <>
 class emitter<void> {};
 
+/// Wakes a node that holds (node::hold): any thread may call wake(), as
+/// often as it likes; a wake after the graph has ended does nothing.
+class wake_handle {
+ public:
+  wake_handle() = default;
+  void wake() const noexcept;
+  explicit operator bool() const noexcept { return w_ != nullptr; }
+
+ private:
+  friend struct troupe::detail::node_access;
+  std::shared_ptr<troupe::detail::runner_waker> w_;
+};
+
 /// Where a node replica runs; valid from on_start on.
 struct node_context {
   actor_system* system = nullptr;
@@ -125,6 +147,21 @@ class node : public emitter<Out> {
   /// for input). A node that collects elements into batches sends what it
   /// holds, so a trickle is not held back. Never called while input waits.
   void on_idle() {}
+  /// Optional, for a node that declares `static constexpr bool waits =
+  /// true;`: its waker() was woken while it held (see the top of this header).
+  void on_wake() {}
+
+  /// A node that waits (`waits = true`): after the current call, take no
+  /// more input until waker() is woken, then call on_wake().
+  void hold() {
+    if (!waker_)
+      throw std::logic_error{
+          "troupe stream: hold() from a node that does not declare `static constexpr bool waits = true;`"};
+    held_ = true;
+  }
+  /// What wakes a node that holds (valid from on_start on; empty unless
+  /// the node declares `waits = true`).
+  const wake_handle& waker() const noexcept { return waker_; }
 
   /// Which replica of its stage this node is (0 .. replica_count() - 1).
   std::size_t replica_index() const noexcept { return ctx_.replica; }
@@ -142,6 +179,8 @@ class node : public emitter<Out> {
   friend struct troupe::detail::node_access;
   node_context ctx_;
   std::uint64_t watermark_ = 0;
+  wake_handle waker_;
+  bool held_ = false;
 };
 
 namespace detail {
