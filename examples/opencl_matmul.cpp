@@ -7,7 +7,7 @@
 //      (in<float, ref>); only the final product is read back (to_host).
 // usage: opencl_matmul [N]   (N x N matrices, default 64)
 // Prints a message and exits 0 when there is no OpenCL device.
-#include <troupe/opencl/opencl.hpp>
+#include <troupe/opencl.hpp>
 #include <troupe/troupe.hpp>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // results come back in input order), a sink that counts and sums; then the
 // same with a farm of two device stages sharing the device.
 // Prints a message and exits 0 when there is no OpenCL device.
-#include <troupe/opencl/opencl.hpp>
+#include <troupe/opencl.hpp>
 #include <troupe/troupe.hpp>
 
 #include <cstdint>

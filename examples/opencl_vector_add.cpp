@@ -4,7 +4,7 @@
 // adds the groups' sums (postprocess), so that actor's reply is a double.
 // Prints a message and exits 0 when there is no OpenCL device.
 // [ocl_include]
-#include <troupe/opencl/opencl.hpp>  // link troupe::opencl
+#include <troupe/opencl.hpp>  // link troupe::opencl
 #include <troupe/troupe.hpp>
 // [/ocl_include]
 

@@ -1,7 +1,7 @@
 // remote_kv: a key-value store actor with a typed interface, published by
 // one node and used by another through request/response; a second client
 // watches the store and learns when its node goes away.
-#include <troupe/net/node.hpp>
+#include <troupe/net.hpp>
 
 #include <cstdio>
 #include <map>
@@ -55,5 +55,5 @@ int main() {
   self->receive([&](troupe::down_msg& d) { why = d.reason; });
   std::printf("the store is gone: %s\n", why.to_string().c_str());
   // [/net_6]
-  return got == "actors + patterns" && why.code() == troupe::errc::remote_unreachable ? 0 : 1;
+  return got == "actors + patterns" && why == troupe::net::net_errc::remote_unreachable ? 0 : 1;
 }

@@ -4,7 +4,7 @@
 //   troupe-keygen keys/server && troupe-keygen keys/client
 //   remote_ping_pong serve tcp://127.0.0.1:7000 keys/server.key keys/client.pub
 //   remote_ping_pong ping  tcp://127.0.0.1:7000 keys/client.key keys/server.pub
-#include <troupe/net/node.hpp>
+#include <troupe/net.hpp>
 
 #include <cstdio>
 #include <cstring>

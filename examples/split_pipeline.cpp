@@ -7,7 +7,7 @@
 // Without arguments both ranks run here, each with its own actor system and
 // node, talking over loopback TCP (plaintext, for the demo; see docs/net.md
 // for the keys of a real run).
-#include <troupe/net/split.hpp>
+#include <troupe/net.hpp>
 
 #include <algorithm>
 #include <cstdio>

@@ -220,7 +220,7 @@ TEST_F(apps_cli_binary, help_lists_every_flag_with_its_default) {
                                                    {"lr", {"--minutes", "--xways", "--generate"}}};
 #if TROUPE_APPS_SPLIT
   for (const char* app : {"wc", "fd"})  // they run split across processes too
-    own[app].insert({"--peers", "--rank", "--placement", "--keys", "--security"});
+    own[app].insert({"--peers", "--rank", "--placement", "--keys", "--security", "--peer-timeout"});
 #endif
   for (auto& [app, bin] : binaries) {
     SCOPED_TRACE(app);
@@ -554,6 +554,7 @@ TEST_F(apps_split, bad_split_flags_are_named) {
       {{"--peers", two, "--rank", "0", "--placement", "0;3"}, "names rank 3"},
       {{"--peers", two, "--rank", "0"}, "--keys: a split run is encrypted"},
       {{"--peers", two, "--rank", "0", "--keys", "/nonexistent"}, "--keys"},
+      {{"--peers", two, "--rank", "0", "--peer-timeout", "5"}, "--peer-timeout"},
       {{"--peers", two, "--rank", "0", "--security", "none"}, "--security"},
   };
   for (auto& [args, says] : cases) {

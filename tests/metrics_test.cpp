@@ -13,7 +13,8 @@
 #include <string>
 #include <thread>
 
-#include "troupe/metrics/exporter.hpp"
+#include "local_peers.hpp"
+#include "troupe/metrics.hpp"
 #include "troupe/troupe.hpp"
 
 namespace st = troupe::stream;
@@ -262,4 +263,28 @@ TEST(metrics, label_values_are_escaped) {
   EXPECT_NE(text.find("graph=\"a \\\"quoted\\\"\\\\name\\nwith a newline\""), std::string::npos) << text;
   const auto json = get(ex, "/api/graphs");
   EXPECT_NE(json.find("\"name\":\"a \\\"quoted\\\"\\\\name\\u000awith a newline\""), std::string::npos) << json;
+}
+
+TEST(metrics, a_split_graph_shows_the_part_of_its_rank) {
+  troupe_test::ranks rs{2, 1};
+  std::atomic<std::uint64_t> got{0};
+  auto p = troupe::pipeline{
+      st::source([i = 0]() mutable -> std::optional<int> {
+        if (i == 1000) return std::nullopt;
+        return i++;
+      }),
+      troupe::placed{troupe::farm{st::map([](int x) { return x + 1; }), 2}, troupe::placement::ranks("0,1")},
+      st::sink([&got](int) { got.fetch_add(1); })};
+  auto gs = rs.spawn(p);
+  for (auto& g : gs) g.wait();
+  EXPECT_EQ(got.load(), 1000u);
+  tmx::exporter ex{*rs.systems[1]};
+  ex.watch("split", gs[1]);
+  const auto json = get(ex, "/api/graphs");
+  EXPECT_NE(json.find("\"split\":true,\"rank\":1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"name\":\"from rank 0 (local)\""), std::string::npos) << json;  // its edges
+  EXPECT_EQ(json.find("\"rank\":0,"), std::string::npos) << "only rank 1's part: " << json;
+  const auto text = get(ex, "/metrics");
+  EXPECT_NE(text.find("node=\"map\",replica=\"1\",rank=\"1\""), std::string::npos) << text;
+  EXPECT_NE(get(ex, "/").find("s part"), std::string::npos);  // the dashboard's badge
 }

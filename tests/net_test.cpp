@@ -753,8 +753,7 @@ TEST(net_wire, every_malformed_frame_is_counted_by_the_node) {
       net::detail::feed_frames_for_test(n, peer, {frames[k]});
       if (d.malformed > 0) {
         ++refused_frames;
-        EXPECT_GT(refusals(), r0) << "case " << i << ", frame " << k << " (" << d.errors.front()
-                                  << ") was not counted";
+        EXPECT_GT(refusals(), r0) << "case " << i << ", frame " << k << " (" << d.errors.front() << ") was not counted";
       }
     }
   }

@@ -34,7 +34,8 @@ TEST(opencl_errors, opencl_error_carries_a_code_of_the_opencl_category) {
   EXPECT_EQ(e.to_string(), "opencl.no_device: no OpenCL device of type gpu");
   EXPECT_EQ(none.code(), 0);  // opencl_error::code(): the OpenCL code, as before
   // The kind follows from the OpenCL code and the log when not given.
-  EXPECT_EQ(as_troupe_exception(ocl::opencl_error{"build", CL_BUILD_PROGRAM_FAILURE, "log"}), opencl_errc::build_failed);
+  EXPECT_EQ(as_troupe_exception(ocl::opencl_error{"build", CL_BUILD_PROGRAM_FAILURE, "log"}),
+            opencl_errc::build_failed);
   EXPECT_EQ(as_troupe_exception(ocl::opencl_error{"enqueue", CL_INVALID_WORK_GROUP_SIZE}), opencl_errc::call_failed);
   EXPECT_EQ(as_troupe_exception(ocl::opencl_error{"bad nd_range"}), opencl_errc::invalid_argument);
   // Caught as before.

@@ -503,3 +503,249 @@ TEST_F(opencl_kernel, a_preprocess_can_refuse_a_request) {
       .receive([&](std::vector<float>& c) { got = c.size(); }, [](error& e) { FAIL() << e.to_string(); });
   EXPECT_EQ(got, n);
 }
+
+// ---- device_map as a node that waits (stream/node.hpp: waits, hold): it
+// holds instead of blocking its worker, and each batch's completion callback
+// wakes it.
+
+namespace {
+
+// Device-stage kernels that keep the device busy: slow_twice_plus_one
+// spends `ROUNDS` steps of a random number generator per element before
+// writing 2x + 1 (the test checks no element took the -1 branch); spin_for
+// spends in[i] * 1000 steps and writes in[i].
+constexpr const char* waiting_kernels = R"CL(
+#ifndef ROUNDS
+#define ROUNDS 100000u
+#endif
+__kernel void slow_twice_plus_one(__global const float* in, __global float* out, uint n) {
+  size_t i = get_global_id(0);
+  if (i >= n) return;
+  uint acc = (uint)i;
+  for (uint r = 0; r < ROUNDS; ++r) acc = acc * 1664525u + 1013904223u;
+  out[i] = acc == 0x9E3779B9u ? -1.0f : 2.0f * in[i] + 1.0f;
+}
+__kernel void spin_for(__global const float* in, __global float* out, uint n) {
+  size_t i = get_global_id(0);
+  if (i >= n) return;
+  ulong rounds = (ulong)in[i] * 1000ul;
+  uint acc = (uint)i;
+  for (ulong r = 0; r < rounds; ++r) acc = acc * 1664525u + 1013904223u;
+  out[i] = acc == 0x9E3779B9u ? -1.0f : in[i];
+}
+)CL";
+
+/// What a watched stage saw, written by its replica (one, on one worker or
+/// thread) and read after the graph has ended.
+struct stage_log {
+  std::int64_t consumed = 0;
+  std::int64_t wakes = 0;                      ///< on_wake calls: the stage held, and was woken
+  std::int64_t wakes_after_stop = 0;           ///< ... after on_stop began: on_stop held
+  std::int64_t progress_while_held = 0;        ///< elements the other graph moved between a hold and its wake
+  std::int64_t seen_at_stop = -1;              ///< elements at the sink when on_stop began
+  std::thread::id thread;                      ///< where the stage ran last
+  std::atomic<std::int64_t> consume_calls{0};  ///< consume calls begun (read while the graph runs)
+};
+
+/// A device_map that records, around each of its calls, what it did and how
+/// far something else got while it held.
+struct watched_stage : ocl::device_map_node<float, float> {
+  using base = ocl::device_map_node<float, float>;
+  using base::base;
+  stage_log* log = nullptr;
+  const std::atomic<std::int64_t>* other = nullptr;  // progress of another graph (or null)
+  const std::atomic<std::int64_t>* sink = nullptr;   // elements at this graph's sink (or null)
+  const std::atomic<bool>* start_after = nullptr;    // on a thread of its own: start once this is set
+  std::int64_t mark = 0;
+  bool stopping = false;
+
+  void on_start() {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (start_after != nullptr && !start_after->load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    base::on_start();
+  }
+  void consume(float& x) {
+    log->consume_calls.fetch_add(1);
+    base::consume(x);
+    ++log->consumed;
+    after();
+  }
+  void on_idle() {
+    base::on_idle();
+    after();
+  }
+  void on_stop() {
+    stopping = true;
+    if (sink != nullptr) log->seen_at_stop = sink->load();
+    base::on_stop();
+    after();
+  }
+  void on_wake() {
+    ++log->wakes;
+    if (stopping) ++log->wakes_after_stop;
+    if (other != nullptr) log->progress_while_held += other->load() - mark;
+    base::on_wake();
+    after();
+  }
+  void after() {
+    if (other != nullptr) mark = other->load();
+    log->thread = std::this_thread::get_id();
+  }
+};
+
+troupe::stream::options placed(bool own_thread) {
+  troupe::stream::options o;
+  o.placement = own_thread ? troupe::placement::own_thread() : troupe::placement::pool();
+  return o;
+}
+
+}  // namespace
+
+TEST_F(opencl_kernel, device_map_waits_without_blocking_its_worker) {
+  static_assert(troupe::detail::waits<watched_stage> && !troupe::detail::needs_own_thread<watched_stage>);
+  const auto slow = ocl::program::build(dev, waiting_kernels);
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  // Another graph on the same worker, running until told to stop.
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> other{0};
+  std::thread::id other_thread;
+  auto busy = troupe::spawn_pattern(sys, troupe::pipeline{st::source([&]() -> std::optional<std::int64_t> {
+                                                            if (stop.load()) return std::nullopt;
+                                                            return 1;
+                                                          }),
+                                                          st::sink([&](std::int64_t) {
+                                                            other_thread = std::this_thread::get_id();
+                                                            other.fetch_add(1);
+                                                          })});
+  constexpr std::int64_t n = 64 * 10 + 7;
+  stage_log log;
+  watched_stage stage{slow, "slow_twice_plus_one", {.size = 64, .local = 64, .in_flight = 2}};
+  stage.log = &log;
+  stage.other = &other;
+  std::vector<float> got;
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{float_source(n), stage, st::sink([&](float y) { got.push_back(y); })});
+  g.wait();
+  stop.store(true);
+  busy.wait();
+  ASSERT_EQ(static_cast<std::int64_t>(got.size()), n);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2.0f * static_cast<float>(i) + 1.0f) << i;
+  // The stage held (and was woken), and meanwhile the one worker ran the
+  // other graph: a stage that waited for the device on it would have
+  // stopped it. The stage ran on that worker, not on a thread of its own.
+  EXPECT_GT(log.wakes, 0);
+  EXPECT_GT(log.progress_while_held, 0);
+  EXPECT_EQ(log.thread, other_thread);
+}
+
+TEST_F(opencl_kernel, device_map_on_stop_emits_every_batch_in_flight_in_order) {
+  const auto slow = ocl::program::build(dev, waiting_kernels);
+  for (const bool own_thread : {false, true}) {
+    SCOPED_TRACE(own_thread ? "a thread per node" : "pool of 1 worker");
+    troupe::actor_system sys{troupe::config{.workers = 1}};
+    // The whole input at once, then the end: the stage sees it all and the
+    // end in one go (on one worker, the source's one step; on threads, the
+    // stage starts once the source has sent it all), so it has its four
+    // full batches on the device (five slots, none emitted yet: the kernel
+    // is slow) and the partial fifth to send when on_stop comes.
+    constexpr std::int64_t n = 4 * 64 + 10;
+    struct all_at_once : st::node<void, float> {
+      std::atomic<bool>* done = nullptr;
+      bool produce() {
+        if (done->load()) return false;
+        for (std::int64_t i = 0; i < n; ++i) send_next(static_cast<float>(i));
+        done->store(true);
+        return true;
+      }
+    };
+    std::atomic<bool> source_done{false};
+    all_at_once src;
+    src.done = &source_done;
+    stage_log log;
+    std::atomic<std::int64_t> at_sink{0};
+    watched_stage stage{slow, "slow_twice_plus_one", {.size = 64, .local = 64, .in_flight = 5}};
+    stage.log = &log;
+    stage.sink = &at_sink;
+    if (own_thread) stage.start_after = &source_done;
+    std::vector<float> got;
+    auto o = placed(own_thread);
+    o.capacity = 1024;
+    auto g = troupe::spawn_pattern(sys, troupe::pipeline{src, stage, st::sink([&](float y) {
+                                                           got.push_back(y);
+                                                           at_sink.fetch_add(1);
+                                                         })},
+                                   o);
+    g.wait();
+    ASSERT_EQ(static_cast<std::int64_t>(got.size()), n);
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2.0f * static_cast<float>(i) + 1.0f) << i;
+    EXPECT_EQ(log.consumed, n);
+    // on_stop held (it was woken after it began) with full batches still to
+    // emit, and the stream ended only after the last of them.
+    EXPECT_GT(log.wakes_after_stop, 0);
+    EXPECT_GE(log.seen_at_stop, 0);
+    EXPECT_LE(log.seen_at_stop, n - 10 - 64);
+  }
+}
+
+TEST_F(opencl_kernel, device_map_cancelled_while_it_holds_ends_without_waiting_for_the_device) {
+  const auto slow = ocl::program::build(dev, waiting_kernels);
+  using clock = std::chrono::steady_clock;
+  // How long one element of spin_for takes here at `rounds` thousand steps.
+  auto one_batch = [&](float rounds) {
+    troupe::actor_system sys{troupe::config{.workers = 1}};
+    const auto t0 = clock::now();
+    troupe::spawn_pattern(
+        sys, troupe::pipeline{st::source([sent = false, rounds]() mutable -> std::optional<float> {
+                                if (sent) return std::nullopt;
+                                sent = true;
+                                return rounds;
+                              }),
+                              ocl::device_map<float, float>(slow, "spin_for", {.size = 1}), st::sink([](float) {})})
+        .wait();
+    return clock::now() - t0;
+  };
+  // A batch long enough (about 0.4 s) that a cancel which waited for it
+  // could not pass for a prompt one.
+  (void)one_batch(1);     // PoCL compiles the kernel at its first launch
+  float rounds = 20'000;  // 20 M steps
+  const auto probe = std::chrono::duration<double>(one_batch(rounds)).count();
+  rounds = std::min(4e6F, std::max(rounds, static_cast<float>(rounds * 0.4 / std::max(probe, 1e-3))));
+  const auto batch = one_batch(rounds);
+  for (const bool own_thread : {false, true}) {
+    SCOPED_TRACE(own_thread ? "a thread per node" : "pool of 1 worker");
+    troupe::actor_system sys{troupe::config{.workers = 1}};
+    // Batches of one element: the first is long, the second short; the
+    // stage holds after sending the second (no free slot: the first is on
+    // the device). A stage that waited for the device there instead would
+    // still be in its second consume call when the graph is cancelled.
+    stage_log log;
+    watched_stage stage{slow, "spin_for", {.size = 1, .in_flight = 2}};
+    stage.log = &log;
+    const std::vector<float> input{rounds, 0.0F, 0.0F};
+    auto g = troupe::spawn_pattern(
+        sys,
+        troupe::pipeline{st::source([&input, i = std::size_t{0}]() mutable -> std::optional<float> {
+                           if (i == input.size()) return std::nullopt;
+                           return input[i++];
+                         }),
+                         stage, st::sink([](float) {})},
+        placed(own_thread));
+    const auto deadline = clock::now() + 10s;
+    while (log.consume_calls.load() < 2 && clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    ASSERT_GE(log.consume_calls.load(), 2);
+    std::this_thread::sleep_for(20ms);  // holding (parked) by now
+    const auto t0 = clock::now();
+    g.cancel();
+    ASSERT_TRUE(g.wait_for(10s));
+    const auto took = clock::now() - t0;
+    EXPECT_TRUE(g.cancelled());
+    // The device still had most of the first batch to run (about `batch`);
+    // the graph did not wait for it.
+    EXPECT_LT(took, batch / 2) << "cancel took " << std::chrono::duration<double>(took).count() << " s, a batch "
+                               << std::chrono::duration<double>(batch).count() << " s";
+    // Leave the device idle for the next test (the batch runs on, its memory
+    // held by its completion callback).
+    std::this_thread::sleep_for(batch - took);
+  }
+}

@@ -53,11 +53,21 @@ struct timed_source : troupe::stream::node<void, timed_reading> {
   std::uint64_t deadline = 0;
   bool produce() {
     switch (step) {
-      case 0: send_next(timed_reading{1, 1, 1}); break;
-      case 1: send_next(timed_reading{2, 2, 2}); break;
-      case 2: send_next(timed_reading{3, 3, 3}); break;
-      case 3: send_next(timed_reading{1, 12, 5}); break;
-      case 4: emit_watermark(10); break;
+      case 0:
+        send_next(timed_reading{1, 1, 1});
+        break;
+      case 1:
+        send_next(timed_reading{2, 2, 2});
+        break;
+      case 2:
+        send_next(timed_reading{3, 3, 3});
+        break;
+      case 3:
+        send_next(timed_reading{1, 12, 5});
+        break;
+      case 4:
+        emit_watermark(10);
+        break;
       case 5: {
         const auto now = troupe::stream::now();
         if (deadline == 0) deadline = now + 20'000'000'000ULL;
@@ -70,8 +80,11 @@ struct timed_source : troupe::stream::node<void, timed_reading> {
         }
         break;
       }
-      case 6: send_next(timed_reading{2, 15, 6}); break;
-      default: return false;
+      case 6:
+        send_next(timed_reading{2, 15, 6});
+        break;
+      default:
+        return false;
     }
     ++step;
     return true;

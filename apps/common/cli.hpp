@@ -34,7 +34,8 @@ class usage_error : public std::runtime_error, public troupe::exception {
  public:
   explicit usage_error(const std::string& what)
       : std::runtime_error{what}, troupe::exception{troupe::errc::invalid_argument} {}
-  explicit usage_error(const char* what) : std::runtime_error{what}, troupe::exception{troupe::errc::invalid_argument} {}
+  explicit usage_error(const char* what)
+      : std::runtime_error{what}, troupe::exception{troupe::errc::invalid_argument} {}
 };
 
 /// The longest input line read_lines accepts unless told otherwise: a line

@@ -1,5 +1,6 @@
 #include "split.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -21,6 +22,8 @@ std::vector<app_flag> split_flags() {
        "(\"0;0;1;1\")"},
       {"keys", "", "DIR", "CURVE keys of a split run: DIR/rank<R>.key, and DIR/rank<i>.pub of every other rank"},
       {"security", "curve", "MODE", "a split run's transport: curve (encrypted, authenticated) or plaintext"},
+      {"peer-timeout", "5000", "MS",
+       "a split run's peer silent this many milliseconds is lost (heartbeats every sixth of it)"},
   };
 }
 
@@ -85,6 +88,11 @@ split_setup parse_split(const cli& c, const std::string& app) {
         throw usage_error("--placement: names rank " + std::to_string(r) + " but --peers lists " +
                           std::to_string(peers.size()) + " ranks");
   s.node.name = app + " rank " + std::to_string(s.rank);
+  // A batch job on a loaded machine: the library's loopback-tuned 600 ms
+  // lost live peers under load (a peer's I/O thread starved for 0.6 s).
+  const auto timeout = parse_whole("--peer-timeout", c.extra.at("peer-timeout"), 60, 3'600'000);
+  s.node.heartbeat_timeout = std::chrono::milliseconds{timeout};
+  s.node.heartbeat_interval = std::chrono::milliseconds{timeout / 6};
   const std::string security = c.extra.at("security");
   std::vector<std::string> public_keys(peers.size());
   if (security == "plaintext") {

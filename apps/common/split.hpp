@@ -10,6 +10,7 @@
 //                       everything on rank 0
 //   --keys DIR          CURVE keys: DIR/rank<R>.key for this rank, DIR/rank<i>.pub for the others
 //                       (troupe-keygen DIR/rank0 ...); --security plaintext goes without
+//   --peer-timeout MS   a peer silent this long is lost (default 5000)
 // Each process reports what it ran: the sources' tuples on the ranks that run
 // sources, the sinks' tuples and latency on the ranks that run sinks.
 // Without --peers the graph runs in this process alone.

@@ -7,7 +7,8 @@
 //   elements  floats the source emits (quick 2'000'000, full 20'000'000);
 //             element i is (i mod 4096) / 4096
 //   batch     device_map's batch size (256 or 4'096, the variants)
-//   workers   workers of the troupe actor system (2)
+//   workers   workers of the troupe actor system (2; 1 in the "1 worker"
+//             variants)
 //   replicas  replicas of the CPU farm (2)
 // impls:
 //   troupe_opencl    pipeline{source, troupe::opencl::device_map<float,

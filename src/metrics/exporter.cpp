@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "troupe/detail/text.hpp"
+#include "troupe/util/json.hpp"
 
 namespace troupe::metrics {
 
@@ -269,44 +269,52 @@ struct exporter::impl {
 
   std::string json() {
     const snapshot s = take();
-    std::ostringstream o;
-    o << "{\"system\":{\"workers\":" << s.workers << ",\"live_actors\":" << s.live_actors
-      << ",\"dead_letters\":" << s.dead_letters << ",\"unexpected_messages\":" << s.unexpected
-      << ",\"messages_handled\":" << s.messages_handled << ",\"mailbox_max\":" << quantile(s.mailboxes, 1.0)
-      << ",\"uptime_s\":" << num(s.uptime_s) << "},\"graphs\":[";
-    for (std::size_t gi = 0; gi < s.graphs.size(); ++gi) {
-      auto& g = s.graphs[gi];
-      o << (gi ? "," : "") << "{\"name\":\"" << troupe::detail::json_escaped(g.name)
-        << "\",\"elapsed_s\":" << num(g.m.elapsed_s) << ",\"done\":" << (g.done ? "true" : "false")
-        << ",\"cancelled\":" << (g.cancelled ? "true" : "false") << ",\"failed\":" << g.failed
-        << ",\"split\":" << (g.m.split ? "true" : "false") << ",\"rank\":" << g.m.rank
-        << ",\"latency_ns\":{\"count\":" << g.m.latency.count();
+    json_writer w;
+    w.object([&] {
+      w.object("system", [&] {
+        w.field("workers", s.workers).field("live_actors", s.live_actors).field("dead_letters", s.dead_letters);
+        w.field("unexpected_messages", s.unexpected).field("messages_handled", s.messages_handled);
+        w.field("mailbox_max", quantile(s.mailboxes, 1.0)).field("uptime_s", s.uptime_s);
+      });
+      w.array("graphs", [&] {
+        for (auto& g : s.graphs) w.object([&] { graph_json(w, g); });
+      });
+    });
+    return w.take();
+  }
+
+  /// One graph: its state, latency, and its stages (consecutive nodes of
+  /// the same stage) with their replicas.
+  static void graph_json(json_writer& w, const graph_snapshot& g) {
+    w.field("name", g.name).field("elapsed_s", g.m.elapsed_s).field("done", g.done);
+    w.field("cancelled", g.cancelled).field("failed", g.failed).field("split", g.m.split).field("rank", g.m.rank);
+    w.object("latency_ns", [&] {
+      w.field("count", g.m.latency.count());
       for (auto [label, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}})
-        o << ",\"" << label << "\":" << g.m.latency.percentile(q);
-      o << "},\"stages\":[";
-      bool open = false;
-      for (std::size_t i = 0; i < g.m.nodes.size(); ++i) {
-        auto& n = g.m.nodes[i];
-        const bool first = i == 0 || n.stage != g.m.nodes[i - 1].stage;
-        if (first) {
-          if (open) o << "]},";
-          o << "{\"index\":" << n.stage << ",\"name\":\"" << troupe::detail::json_escaped(n.name)
-            << "\",\"replicas\":[";
-          open = true;
-        } else {
-          o << ',';
-        }
-        o << "{\"replica\":" << n.replica << ",\"name\":\"" << troupe::detail::json_escaped(n.name)
-          << "\",\"rank\":" << n.rank << ",\"dedicated\":" << (n.dedicated ? "true" : "false")
-          << ",\"items_in\":" << n.items_in << ",\"items_out\":" << n.items_out << ",\"failed\":" << n.failed
-          << ",\"late\":" << n.late << ",\"queued\":" << n.queued << ",\"capacity\":" << n.capacity
-          << ",\"blocked_s\":" << num(static_cast<double>(n.blocked_ns) * 1e-9) << "}";
+        w.field(label, g.m.latency.percentile(q));
+    });
+    const auto& nodes = g.m.nodes;
+    w.array("stages", [&] {
+      for (std::size_t i = 0; i < nodes.size();) {
+        std::size_t end = i + 1;
+        while (end < nodes.size() && nodes[end].stage == nodes[i].stage) ++end;
+        w.object([&] {
+          w.field("index", nodes[i].stage).field("name", nodes[i].name);
+          w.array("replicas", [&] {
+            for (std::size_t k = i; k < end; ++k) {
+              auto& n = nodes[k];
+              w.object([&] {
+                w.field("replica", n.replica).field("name", n.name).field("rank", n.rank);
+                w.field("dedicated", n.dedicated).field("items_in", n.items_in).field("items_out", n.items_out);
+                w.field("failed", n.failed).field("late", n.late).field("queued", n.queued);
+                w.field("capacity", n.capacity).field("blocked_s", static_cast<double>(n.blocked_ns) * 1e-9);
+              });
+            }
+          });
+        });
+        i = end;
       }
-      if (open) o << "]}";
-      o << "]}";
-    }
-    o << "]}";
-    return o.str();
+    });
   }
 };
 

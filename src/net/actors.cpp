@@ -126,7 +126,8 @@ void node_core::on_lookup(connection& c, const wire::lookup& l) {
     a = it->second.a;
   }
   put_record(c, [&](writer& w) {
-    wire::put_lookup_reply(w, wire::lookup_reply{.token = l.token, .status = status, .a = ref_of(c, a), .detail = detail});
+    wire::put_lookup_reply(w,
+                           wire::lookup_reply{.token = l.token, .status = status, .a = ref_of(c, a), .detail = detail});
   });
 }
 
@@ -278,7 +279,7 @@ bool node_core::forward(connection& c, proxy& p, ext::mail m) {
   last_type_id_ = m.type();
   last_type_ = t;
   if (!c.ready) {
-    fail_message(m, error{errc::remote_unreachable, "troupe::net: " + c.describe() + " is not connected"});
+    fail_message(m, error{net_errc::remote_unreachable, "troupe::net: " + c.describe() + " is not connected"});
     return true;
   }
   // A type the peer did not list fails here, at once, unless it was
@@ -349,9 +350,9 @@ void node_core::on_data(connection& c, reader& r) {
   if (t == nullptr) {
     st_.unknown_types.fetch_add(1, std::memory_order_relaxed);
     if (is_request)
-      ext::respond(sender, h.id,
-                   error{errc::runtime_error,
-                         "troupe::net: the receiving node has no message type with this name registered"});
+      ext::respond(
+          sender, h.id,
+          error{errc::runtime_error, "troupe::net: the receiving node has no message type with this name registered"});
     return;
   }
   export_entry* entry = h.dest == last_dest_id_ ? last_dest_ : nullptr;

@@ -10,8 +10,7 @@ namespace {
 constexpr std::string_view texts[] = {"", "remote_unreachable", "operation_failed", "malformed_message"};
 // remote_unreachable keeps answering code() == errc::remote_unreachable for
 // one release (the core code is deprecated; compare with net_errc instead).
-constexpr errc core_codes[] = {errc::runtime_error, errc::remote_unreachable, errc::runtime_error,
-                               errc::runtime_error};
+constexpr errc core_codes[] = {errc::runtime_error, errc::remote_unreachable, errc::runtime_error, errc::runtime_error};
 static_assert(std::size(texts) == std::size(core_codes));
 static_assert(std::size(texts) == static_cast<std::size_t>(net_errc::malformed_message) + 1);
 }  // namespace

@@ -142,7 +142,7 @@ void node_core::shutdown_io() {
   }
   published_.clear();
   if (sink_) {
-    static_cast<proxy*>(sink_.get())->end(error{errc::remote_unreachable, "node closed"});
+    static_cast<proxy*>(sink_.get())->end(error{net_errc::remote_unreachable, "node closed"});
     sink_ = actor{};
   }
   paused_on_ = actor{};

@@ -232,7 +232,8 @@ void node_core::lose(connection& c, const std::string& why, bool report) {
     if (report && !stopping_.load())
       std::fprintf(stderr, "troupe::net: node '%s': %s\n", cfg_.name.c_str(), what.c_str());
   }
-  for (auto& [key, requester] : c.requests) ext::respond(requester, key.second, error{errc::remote_unreachable, what});
+  for (auto& [key, requester] : c.requests)
+    ext::respond(requester, key.second, error{net_errc::remote_unreachable, what});
   c.requests.clear();
   std::vector<actor> ending;
   {
@@ -242,7 +243,7 @@ void node_core::lose(connection& c, const std::string& why, bool report) {
       if (key.first == cid)
         if (actor h = p->try_handle()) ending.push_back(std::move(h));
   }
-  for (auto& h : ending) static_cast<proxy*>(h.get())->end(error{errc::remote_unreachable, what});
+  for (auto& h : ending) static_cast<proxy*>(h.get())->end(error{net_errc::remote_unreachable, what});
   ending.clear();
   for (auto it = exports_.begin(); it != exports_.end();) {
     auto next = std::next(it);

@@ -216,8 +216,7 @@ bool node_core::send_frame(connection& c, zmq::message_t& frame) {
       if (!c.dealer->send(frame, zmq::send_flags::dontwait)) return false;
     } else {
       if (!router_) return true;  // nothing to send through any more
-      if (!router_->send(zmq::buffer(c.routing_id), zmq::send_flags::dontwait | zmq::send_flags::sndmore))
-        return false;
+      if (!router_->send(zmq::buffer(c.routing_id), zmq::send_flags::dontwait | zmq::send_flags::sndmore)) return false;
       router_->send(frame, zmq::send_flags::dontwait);
     }
   } catch (const zmq::error_t&) {
@@ -337,8 +336,8 @@ void node_core::handle_zap() {
     send("", true);
     send("", false);
   } catch (const zmq::error_t& e) {
-    std::fprintf(stderr, "troupe::net: node '%s': answering an authentication request failed: %s\n",
-                 cfg_.name.c_str(), e.what());
+    std::fprintf(stderr, "troupe::net: node '%s': answering an authentication request failed: %s\n", cfg_.name.c_str(),
+                 e.what());
   }
 }
 

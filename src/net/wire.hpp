@@ -167,8 +167,8 @@ struct data_record {
 struct record {
   rec kind = rec::bye;
   /// bye: monostate; hello and welcome: handshake; types: vector; monitor: u64
-  std::variant<std::monostate, handshake, std::vector<std::uint64_t>, lookup, lookup_reply, data_record,
-               std::uint64_t, down, release>
+  std::variant<std::monostate, handshake, std::vector<std::uint64_t>, lookup, lookup_reply, data_record, std::uint64_t,
+               down, release>
       body;
 };
 struct frame {

@@ -216,7 +216,8 @@ device find_device(std::size_t index) {
 device default_device() {
   auto all = devices();
   if (all.empty())
-    throw opencl_error{opencl_errc::no_device, "no OpenCL device: no platform is installed (on Debian: apt install pocl-opencl-icd)"};
+    throw opencl_error{opencl_errc::no_device,
+                       "no OpenCL device: no platform is installed (on Debian: apt install pocl-opencl-icd)"};
   for (auto& d : all)
     if (d.info().type == device_type::gpu) return d;
   return all.front();

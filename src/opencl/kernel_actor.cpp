@@ -5,6 +5,8 @@
 #include <atomic>
 #include <thread>
 
+#include "troupe/ext/messages.hpp"
+
 namespace troupe::opencl {
 
 std::size_t nd_range::work_items() const noexcept {
@@ -83,7 +85,7 @@ void complete(kernel_link& l, std::uint64_t id, int status) noexcept {
   if (a == nullptr) return;  // ended: its on_exit answered the request
   l.posted.fetch_add(1, std::memory_order_seq_cst);
   try {
-    a->enqueue(troupe::detail::make_message(actor{}, 0, kernel_done{id, status}), priority::urgent);
+    ext::deliver(*a, ext::make_mail(actor{}, 0, kernel_done{id, status}), priority::urgent);
   } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory for a message node; the request is answered
                    // when the actor ends (on_exit)
   }
@@ -99,7 +101,6 @@ kernel_actor_base::kernel_actor_base(kernel_parts parts, std::size_t tags)
       max_in_flight_{parts.in_flight},
       pool_(tags) {
   link_->target = this;
-  set_intake_gate(this);
 }
 
 kernel_actor_base::~kernel_actor_base() = default;

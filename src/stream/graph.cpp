@@ -19,6 +19,7 @@
 #include "troupe/detail/text.hpp"
 #include "troupe/detail/tuning.hpp"
 #include "troupe/detail/waker.hpp"
+#include "troupe/util/json.hpp"
 
 namespace troupe::stream {
 
@@ -66,23 +67,26 @@ double latency_histogram::approximate_sum() const noexcept {
 }
 
 std::string graph_metrics::to_json() const {
-  std::ostringstream o;
-  o << "{\"elapsed_s\":" << elapsed_s << ",\"split\":" << (split ? "true" : "false") << ",\"rank\":" << rank
-    << ",\"nodes\":[";
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    auto& n = nodes[i];
-    o << (i ? "," : "") << "{\"name\":\"" << troupe::detail::json_escaped(n.name) << "\",\"replica\":" << n.replica
-      << ",\"rank\":" << n.rank << ",\"dedicated\":" << (n.dedicated ? "true" : "false")
-      << ",\"items_in\":" << n.items_in << ",\"stage\":" << n.stage << ",\"items_out\":" << n.items_out
-      << ",\"failed\":" << n.failed << ",\"queued\":" << n.queued << ",\"capacity\":" << n.capacity
-      << ",\"blocked_s\":" << static_cast<double>(n.blocked_ns) * 1e-9 << ",\"late\":" << n.late << "}";
-  }
-  o << "],\"latency_ns\":{\"count\":" << latency.count();
-  const std::pair<const char*, double> qs[] = {{"min", 0},    {"p5", 0.05},  {"p25", 0.25}, {"p50", 0.5},
-                                               {"p75", 0.75}, {"p95", 0.95}, {"p99", 0.99}, {"max", 1}};
-  for (auto& [name, q] : qs) o << ",\"" << name << "\":" << latency.percentile(q);
-  o << "}}";
-  return o.str();
+  json_writer w;
+  w.object([&] {
+    w.field("elapsed_s", elapsed_s).field("split", split).field("rank", rank);
+    w.array("nodes", [&] {
+      for (auto& n : nodes)
+        w.object([&] {
+          w.field("name", n.name).field("replica", n.replica).field("rank", n.rank).field("dedicated", n.dedicated);
+          w.field("items_in", n.items_in).field("stage", n.stage).field("items_out", n.items_out);
+          w.field("failed", n.failed).field("queued", n.queued).field("capacity", n.capacity);
+          w.field("blocked_s", static_cast<double>(n.blocked_ns) * 1e-9).field("late", n.late);
+        });
+    });
+    w.object("latency_ns", [&] {
+      w.field("count", latency.count());
+      const std::pair<const char*, double> qs[] = {{"min", 0},    {"p5", 0.05},  {"p25", 0.25}, {"p50", 0.5},
+                                                   {"p75", 0.75}, {"p95", 0.95}, {"p99", 0.99}, {"max", 1}};
+      for (auto& [name, q] : qs) w.field(name, latency.percentile(q));
+    });
+  });
+  return w.take();
 }
 
 }  // namespace troupe::stream

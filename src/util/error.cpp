@@ -25,9 +25,21 @@ category_registry& registry() {
 }
 
 constexpr std::string_view core_texts[] = {
-    "none",           "unhandled_exception", "unexpected_message", "unexpected_response", "request_timeout",
-    "actor_exited",   "kill",                "system_shutdown",    "unreachable",         "user_shutdown",
-    "linked_exit",    "runtime_error",       "remote_unreachable", "edge_lost",           "invalid_argument",
+    "none",
+    "unhandled_exception",
+    "unexpected_message",
+    "unexpected_response",
+    "request_timeout",
+    "actor_exited",
+    "kill",
+    "system_shutdown",
+    "unreachable",
+    "user_shutdown",
+    "linked_exit",
+    "runtime_error",
+    "remote_unreachable",
+    "edge_lost",
+    "invalid_argument",
 };
 static_assert(std::size(core_texts) == static_cast<std::size_t>(errc::invalid_argument) + 1,
               "a name for every errc, in order");

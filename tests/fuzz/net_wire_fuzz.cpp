@@ -75,8 +75,8 @@ void register_wire_types() {
     net::add_message<std::string>();
     net::add_message<std::vector<std::int64_t>>();
     net::add_message<std::string, troupe::actor>();
-    for (const char* name : {"()", "error", "down_msg", "exit_msg", "kill_msg", "i64", "string", "vector<i64>",
-                             "string,actor"})
+    for (const char* name :
+         {"()", "error", "down_msg", "exit_msg", "kill_msg", "i64", "string", "vector<i64>", "string,actor"})
       harness_hashes().insert(net::detail::name_hash(name));
     return true;
   }();
@@ -88,14 +88,13 @@ std::vector<std::string> session_frames(std::uint64_t src, std::uint64_t dst, st
   register_wire_types();
   const auto i64 = net::detail::name_hash("i64");
   std::vector<std::string> frames;
-  frames.push_back(frame_of(
-      {.src = src, .dst = 0, .seq = 0},
-      {{wire::rec::hello,
-        wire::handshake{"fuzzer", net::detail::registered_hashes(0, net::detail::registered_count())}}}));
+  frames.push_back(frame_of({.src = src, .dst = 0, .seq = 0},
+                            {{wire::rec::hello, wire::handshake{"fuzzer", net::detail::registered_hashes(
+                                                                              0, net::detail::registered_count())}}}));
   frames.push_back(frame_of({.src = src, .dst = dst, .seq = 1},
                             {{wire::rec::lookup, wire::lookup{.token = 1, .name = "sink", .iface = 0}}}));
-  frames.push_back(frame_of({.src = src, .dst = dst, .seq = 2},
-                            {data({.dest = sink, .hash = i64}, values_of(a)), data({.dest = sink, .hash = i64}, values_of(b))}));
+  frames.push_back(frame_of({.src = src, .dst = dst, .seq = 2}, {data({.dest = sink, .hash = i64}, values_of(a)),
+                                                                 data({.dest = sink, .hash = i64}, values_of(b))}));
   return frames;
 }
 
@@ -105,34 +104,33 @@ std::vector<std::string> wire_corpus() {
   auto corpus = session_frames(src, dst, sink, 1, 2);
   const wire::frame_header h{.src = src, .dst = dst, .seq = 3};
   const wire::actor_ref someone{src, 9};
-  corpus.push_back(frame_of({.src = dst, .dst = src, .seq = 0},
-                            {{wire::rec::welcome, wire::handshake{"server", {1, 2, 3}}}}));
+  corpus.push_back(
+      frame_of({.src = dst, .dst = src, .seq = 0}, {{wire::rec::welcome, wire::handshake{"server", {1, 2, 3}}}}));
   corpus.push_back(frame_of(h, {{wire::rec::types, std::vector<std::uint64_t>{4, 5}}}));
-  corpus.push_back(frame_of(h, {{wire::rec::lookup_reply, wire::lookup_reply{.token = 1, .a = {dst, sink}}},
-                                {wire::rec::lookup_reply, wire::lookup_reply{.token = 2,
-                                                                             .status = wire::lookup_mismatch,
-                                                                             .detail = "another interface"}}}));
+  corpus.push_back(
+      frame_of(h, {{wire::rec::lookup_reply, wire::lookup_reply{.token = 1, .a = {dst, sink}}},
+                   {wire::rec::lookup_reply,
+                    wire::lookup_reply{.token = 2, .status = wire::lookup_mismatch, .detail = "another interface"}}}));
   corpus.push_back(frame_of(h, {{wire::rec::monitor, std::uint64_t{sink}},
                                 {wire::rec::down, wire::down{sink, troupe::error{troupe::errc::actor_exited, "gone"}}},
                                 {wire::rec::release, wire::release{sink, 3}}}));
   corpus.push_back(frame_of(h, {{wire::rec::bye, std::monostate{}}}));
   corpus.push_back(frame_of(h, {}));  // a heartbeat
   corpus.push_back(frame_of(
-      h,
-      {data({.sender = someone, .id = 5, .hash = net::detail::name_hash("string")}, values_of(std::string{"hello"})),
-       data({.dest = sink, .id = troupe::ext::response_bit | 5, .hash = net::detail::name_hash("vector<i64>")},
-            values_of(std::vector<std::int64_t>{1, 2, 3})),
-       data({.flags = wire::flag_urgent, .dest = sink, .hash = net::detail::name_hash("down_msg")},
-            values_of(troupe::down_msg{{}, troupe::error{troupe::errc::runtime_error, "boom"}})),
-       data({.dest = sink, .hash = net::detail::name_hash("string,actor")},
-            [&] {
-              std::string v = values_of(std::string{"ref"});
-              net::writer w{v, nullptr};
-              wire::put_actor(w, someone);
-              return v;
-            }()),
-       data({.dest = sink, .hash = net::detail::name_hash("()")}, ""),
-       data({.dest = sink, .hash = 0x0123456789abcdefULL}, "unknown type")}));
+      h, {data({.sender = someone, .id = 5, .hash = net::detail::name_hash("string")}, values_of(std::string{"hello"})),
+          data({.dest = sink, .id = troupe::ext::response_bit | 5, .hash = net::detail::name_hash("vector<i64>")},
+               values_of(std::vector<std::int64_t>{1, 2, 3})),
+          data({.flags = wire::flag_urgent, .dest = sink, .hash = net::detail::name_hash("down_msg")},
+               values_of(troupe::down_msg{{}, troupe::error{troupe::errc::runtime_error, "boom"}})),
+          data({.dest = sink, .hash = net::detail::name_hash("string,actor")},
+               [&] {
+                 std::string v = values_of(std::string{"ref"});
+                 net::writer w{v, nullptr};
+                 wire::put_actor(w, someone);
+                 return v;
+               }()),
+          data({.dest = sink, .hash = net::detail::name_hash("()")}, ""),
+          data({.dest = sink, .hash = 0x0123456789abcdefULL}, "unknown type")}));
   std::vector<wire::record> many;
   for (std::int64_t i = 0; i < 40; ++i)
     many.push_back(data({.tag = 1, .dest = sink, .hash = net::detail::name_hash("i64")}, values_of(i)));

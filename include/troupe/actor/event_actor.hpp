@@ -199,6 +199,17 @@ class event_actor : public local_actor {
   std::unique_ptr<std::unordered_map<std::uint64_t, std::unique_ptr<detail::response_handler>>> pending_;
 };
 
+/// An event actor with an intake gate (see intake_gate): it takes normal
+/// messages only while open() says so. For modules (a kernel actor with its
+/// commands in flight); plain event actors pay nothing for it.
+class gated_actor : public event_actor, protected intake_gate {
+ public:
+  detail::resume_result resume(std::size_t throughput) override { return resume_gated(throughput); }
+
+ protected:
+  gated_actor() { set_intake_gate(this); }
+};
+
 class event_actor::request_handle {
  public:
   request_handle(event_actor& self, std::uint64_t id) : self_{&self}, id_{id} {}

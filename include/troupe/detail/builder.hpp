@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include "troupe/detail/channel.hpp"
@@ -36,6 +37,7 @@ struct split_plan {
   std::vector<slot> slots;
   std::vector<edge_sender_base*> senders;
   std::map<runner_base*, edge_receiver_base*> receivers;  // by the local replica they feed
+  std::map<std::type_index, const void*> makers;          // edge runners by element type (install_edges)
 
   std::size_t rank() const noexcept { return peers->rank(); }
   std::string inlet_name(std::size_t slot) const { return name + "/" + std::to_string(slot); }

@@ -30,6 +30,8 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <typeindex>
+#include <typeinfo>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -369,7 +371,7 @@ class edge_sender final : public edge_sender_base, public input_side<E> {
         phase_ = phase::ending;
         return ending();
       }
-      if (starved) return park([this] { return !room_for_credit(); });
+      if (starved) return park([] { return false; });  // credit comes only as mail
       if (moved) {
         publish_counts();
         return step_result::more;
@@ -380,7 +382,6 @@ class edge_sender final : public edge_sender_base, public input_side<E> {
       return stop(false);
     }
   }
-  bool room_for_credit() const noexcept { return true; }  // credit comes only as mail
 
   bool all_ended() const noexcept {
     return std::all_of(lanes_.begin(), lanes_.end(), [](const lane& l) { return l.ended; });
@@ -455,6 +456,8 @@ class edge_receiver_base : public edge_runner {
   void rename(std::string n) { name_ = std::move(n); }
   /// Before launch: makes the inlet findable.
   void publish_inlet() { peers_->publish(handle(), inlet_name_); }
+  /// One more remote producer (at build).
+  virtual void add_lane(std::size_t producer_slot) = 0;
   /// The slots of the remote producers (one lane each).
   const std::vector<std::size_t>& producers() const noexcept { return producers_; }
   /// Watermarks come through it (some remote producer has them).
@@ -474,8 +477,7 @@ class edge_receiver final : public edge_receiver_base {
                 port<E>& into, std::size_t capacity)
       : edge_receiver_base{g, s, p, cfg, std::move(inlet)}, into_{&into}, capacity_{capacity} {}
 
-  /// One more remote producer (at build).
-  void add_lane(std::size_t producer_slot) {
+  void add_lane(std::size_t producer_slot) override {
     producers_.push_back(producer_slot);
     auto l = std::make_unique<lane>();
     downstream<E, direct> d;
@@ -669,7 +671,7 @@ class edge_receiver final : public edge_receiver_base {
       std::vector<const channel<E>*> full;
       for (auto& l : lanes_)
         if (l->out.blocked()) full.push_back(l->out.wait_for_room());
-      return park([this, full = std::move(full)] {
+      return park([full = std::move(full)] {
         return std::any_of(full.begin(), full.end(), [](const channel<E>* c) { return c->has_room(); });
       });
     }
@@ -765,6 +767,50 @@ inline void drop_idle_senders(split_plan& plan, graph_state& g) {
   plan.senders = std::move(keep);
 }
 
+/// The edge runners of element type E. ext::spawn_split installs them for
+/// every element type of its graph (install_edges): a graph that is never
+/// split does not compile them (they would add a quarter to the time a
+/// stream-heavy file takes to compile).
+template <class E>
+struct edge_maker {
+  port<E>* (*sender)(builder&, const runner_settings& mine, std::size_t to_rank, std::size_t slot);
+  edge_receiver_base* (*receiver)(builder&, const runner_settings& s, std::size_t slot, port<E>& into);
+};
+
+template <class E>
+port<E>* make_edge_sender(builder& b, const runner_settings& mine, std::size_t to_rank, std::size_t slot) {
+  auto& plan = *b.split;
+  auto snd = std::make_unique<edge_sender<E>>(b.graph, mine, *plan.peers, plan.cfg, to_rank, plan.inlet_name(slot));
+  auto* p = snd.get();
+  plan.senders.push_back(p);
+  b.graph.runners.push_back(std::move(snd));
+  return p;
+}
+template <class E>
+edge_receiver_base* make_edge_receiver(builder& b, const runner_settings& s, std::size_t slot, port<E>& into) {
+  auto& plan = *b.split;
+  auto r =
+      std::make_unique<edge_receiver<E>>(b.graph, s, *plan.peers, plan.cfg, plan.inlet_name(slot), into, b.capacity);
+  auto* p = r.get();
+  b.graph.runners.push_back(std::move(r));
+  return p;
+}
+template <class E>
+inline constexpr edge_maker<E> edge_makers{&make_edge_sender<E>, &make_edge_receiver<E>};
+
+/// Makes the edge runners of element type E available to `plan`'s build.
+template <class E>
+void install_edges(split_plan& plan) {
+  plan.makers.emplace(std::type_index{typeid(E)}, &edge_makers<E>);
+}
+template <class E>
+const edge_maker<E>& maker_of(const split_plan& plan) {
+  const auto it = plan.makers.find(std::type_index{typeid(E)});
+  if (it == plan.makers.end())
+    throw std::logic_error{"troupe: internal: an element type of a split graph has no edge runners"};
+  return *static_cast<const edge_maker<E>*>(it->second);
+}
+
 /// Records that `producer` feeds every replica in `next`; for each local
 /// replica fed from another rank, its receiver gets a lane.
 template <class E, class Route>
@@ -780,12 +826,9 @@ void note_edges(builder& b, std::size_t producer, const downstream<E, Route>& ne
     if (rcv == nullptr) {
       runner_settings s = consumer.settings();
       s.dedicated = false;
-      auto r =
-          std::make_unique<edge_receiver<E>>(b.graph, s, *plan.peers, plan.cfg, plan.inlet_name(slot), *p, b.capacity);
-      rcv = r.get();
-      b.graph.runners.push_back(std::move(r));
+      rcv = maker_of<E>(plan).receiver(b, s, slot, *p);
     }
-    static_cast<edge_receiver<E>*>(rcv)->add_lane(producer);
+    rcv->add_lane(producer);
   }
 }
 template <class E, class... Parts>
@@ -819,11 +862,7 @@ port<std::conditional_t<std::is_void_v<E>, char, E>>* remote_slot(builder& b, co
     runner_settings mine = s;
     mine.rank = plan.rank();
     mine.dedicated = false;
-    auto snd = std::make_unique<edge_sender<E>>(b.graph, mine, *plan.peers, plan.cfg, s.rank, plan.inlet_name(s.slot));
-    auto* p = snd.get();
-    plan.senders.push_back(p);
-    b.graph.runners.push_back(std::move(snd));
-    return p;
+    return maker_of<E>(plan).sender(b, mine, s.rank, s.slot);
   }
 }
 

@@ -6,7 +6,6 @@
 //                                     the input's length
 // Printable ASCII stays as is, '"' and '\' are escaped, every other byte
 // (NUL included, so a message is never cut short) becomes \xNN.
-//   json_escaped("a\"b\n")        -> a\"b\u000a (the inside of a JSON string)
 #pragma once
 
 #include <cstddef>
@@ -30,32 +29,6 @@ inline void append_escaped(std::string& out, std::string_view s) {
       out += buf;
     }
   }
-}
-
-/// `s` as the inside of a JSON string: '"' and '\' escaped, control
-/// characters as \u00NN, every other byte (UTF-8 included) as it is.
-inline void append_json_escaped(std::string& out, std::string_view s) {
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-}
-
-/// append_json_escaped into a new string.
-inline std::string json_escaped(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  append_json_escaped(out, s);
-  return out;
 }
 
 /// `s` in double quotes, escaped.

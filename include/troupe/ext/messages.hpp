@@ -56,6 +56,7 @@ class mail;
 template <class... Ts>
 [[nodiscard]] mail make_mail(actor sender, std::uint64_t id, Ts&&... xs);
 inline void deliver(const actor& to, mail m, priority p = priority::normal) noexcept;
+inline void deliver(actor_cell& to, mail m, priority p = priority::normal) noexcept;
 
 /// One message, owned: destroying it destroys the message (and drops its
 /// sender's reference).
@@ -100,6 +101,7 @@ class mail {
   template <class... Ts>
   friend mail make_mail(actor sender, std::uint64_t id, Ts&&... xs);
   friend void deliver(const actor& to, mail m, priority p) noexcept;
+  friend void deliver(actor_cell& to, mail m, priority p) noexcept;
 
   explicit mail(detail::message_node* n) noexcept : n_{n} {}
 
@@ -116,9 +118,10 @@ mail make_mail(actor sender, std::uint64_t id, Ts&&... xs) {
 
 /// Any thread: hands `m` to `to`'s mailbox; an empty or ended `to` makes it a
 /// dead letter (counted; a request gets an actor_exited error back).
-inline void deliver(const actor& to, mail m, priority p) noexcept {
-  actor_cell::deliver(to, m.n_.release(), p);
-}
+inline void deliver(const actor& to, mail m, priority p) noexcept { actor_cell::deliver(to, m.n_.release(), p); }
+/// The same, to an actor the caller knows to be alive without a handle (an
+/// actor's own cell, or one whose end the caller waits for under a lock).
+inline void deliver(actor_cell& to, mail m, priority p) noexcept { to.enqueue(m.n_.release(), p); }
 
 /// Any thread: answers the request `id` of `requester` with `e` (a no-op when
 /// `requester` is empty).

@@ -13,7 +13,7 @@
 // trusts. Plaintext needs security::plaintext, and is reported on stderr.
 // Guarantees: per sender-receiver order; at-most-once delivery; a lost node
 // (killed, frozen, cut off: no heartbeat for heartbeat_timeout) ends its
-// proxies with errc::remote_unreachable, so monitors get down_msg, links
+// proxies with net_errc::remote_unreachable, so monitors get down_msg, links
 // exit_msg, and requests in flight an error. Frames lost in between end the
 // connection the same way (nothing is lost silently). A restarted node is a
 // new incarnation: nothing meant for the old one reaches it.
@@ -36,7 +36,8 @@ namespace troupe::net {
 /// (troupe::exception with net_errc::operation_failed).
 class net_error : public std::runtime_error, public troupe::exception {
  public:
-  explicit net_error(const std::string& what) : std::runtime_error{what}, troupe::exception{net_errc::operation_failed} {}
+  explicit net_error(const std::string& what)
+      : std::runtime_error{what}, troupe::exception{net_errc::operation_failed} {}
   explicit net_error(const char* what) : std::runtime_error{what}, troupe::exception{net_errc::operation_failed} {}
 };
 
@@ -143,7 +144,7 @@ class node {
   /// This node's incarnation: random, new at every start.
   std::uint64_t incarnation() const noexcept;
   node_stats stats() const;
-  /// Ends every connection (proxies end with remote_unreachable) and the
+  /// Ends every connection (proxies end with net_errc::remote_unreachable) and the
   /// I/O thread; the destructor calls it.
   void close();
 

@@ -57,44 +57,6 @@ std::vector<troupe::placement> stage_ranks(const std::string& text);
 
 namespace detail {
 
-template <class N>
-concept stream_node = requires {
-  typename N::node_tag;
-  typename N::in_type;
-  typename N::out_type;
-};
-
-template <class T>
-void register_if_value() {
-  if constexpr (!std::is_void_v<T>) register_edge_type<T>();
-}
-
-/// Registers the element types that may cross processes in description P:
-/// the input and output types of every node in it.
-template <class P>
-struct edge_types {
-  static void add() {
-    register_if_value<typename P::in_type>();
-    register_if_value<typename P::out_type>();
-  }
-};
-template <class... Ss>
-struct edge_types<pipeline<Ss...>> {
-  static void add() { (edge_types<Ss>::add(), ...); }
-};
-template <class... Ps>
-struct edge_types<branches<Ps...>> {
-  static void add() { (edge_types<Ps>::add(), ...); }
-};
-template <class P, class Policy, bool Ordered>
-struct edge_types<farm<P, Policy, Ordered>> {
-  static void add() { edge_types<P>::add(); }
-};
-template <class P>
-struct edge_types<placed<P>> {
-  static void add() { edge_types<P>::add(); }
-};
-
 template <class... Ss, std::size_t... I>
 auto place_stages(const pipeline<Ss...>& p, const std::vector<troupe::placement>& where, std::index_sequence<I...>) {
   return pipeline{placed{p.template stage<I>(), where[std::min(I, where.size() - 1)]}...};
@@ -108,7 +70,7 @@ auto place_stages(const pipeline<Ss...>& p, const std::vector<troupe::placement>
 /// the cluster's connect_timeout.
 template <class P>
 stream::graph split(cluster& cl, const P& p, const split_options& o = {}) {
-  detail::edge_types<P>::add();
+  ext::for_each_element_type<P>([]<class T>() { detail::register_edge_type<T>(); });
   return ext::spawn_split(cl.system(), p, cl, o.name, o.edges, o.stream);
 }
 

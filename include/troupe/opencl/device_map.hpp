@@ -18,15 +18,23 @@
 // while the device works on them, the stage fills the next one (double
 // buffering); it waits for the oldest only when it has no free batch. The
 // channels' backpressure is unchanged: a full output channel holds the
-// stage, and so its producers. The stage blocks while it waits for the
-// device, so each replica runs on a thread of its own (needs_own_thread). Each replica of a farm has its own queue and
-// buffers; replicas may share a device.
+// stage, and so its producers. The stage never blocks its worker: it is a
+// node that waits (stream/node.hpp: waits, hold): where it must wait for the
+// device it holds, and the read of each batch, when complete, calls back on
+// an OpenCL thread to wake it (one small heap block and one callback per
+// batch), so it runs on the pool's workers like any node. At the end of the
+// stream it holds until its last batch is back and emitted. A graph that is
+// cancelled while batches are on the device ends at once: those batches'
+// host memory stays alive with their callbacks until the device is done.
+// Each replica of a farm has its own queue and buffers; replicas may share
+// a device.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -37,6 +45,22 @@
 #include "troupe/stream/watermark.hpp"
 
 namespace troupe::opencl {
+
+namespace detail {
+/// What a device_map batch's completion callback holds: the stage's wake
+/// handle, and the batch's host memory, which the device reads and writes
+/// until then (the stage may be gone by then: a cancelled graph).
+struct batch_landing {
+  stream::wake_handle waker;
+  std::shared_ptr<void> keep;
+};
+/// A batch's read is complete: wakes its stage. Runs on an OpenCL thread;
+/// frees the landing. A wake after the graph has ended does nothing.
+inline void CL_CALLBACK wake_stage(cl_event /*ev*/, cl_int /*status*/, void* user) {
+  const std::unique_ptr<batch_landing> d{static_cast<batch_landing*>(user)};
+  d->waker.wake();
+}
+}  // namespace detail
 
 struct batch_options {
   std::size_t size = 4096;                    ///< elements per batch (>= 1)
@@ -55,10 +79,9 @@ template <class In, class Out>
 class device_map_node : public stream::node<In, Out> {
  public:
   static constexpr const char* kind = "device_map";
-  /// The stage waits for the device (clWaitForEvents): it runs on a thread
-  /// of its own, so the nodes around it keep their workers (on 2 cores,
-  /// 26 -> 45 M floats/s in batches of 4096, medians of 6 processes).
-  static constexpr bool needs_own_thread = true;
+  /// The stage waits for the device without blocking its worker: it holds,
+  /// and each batch's completion callback wakes it (on_wake).
+  static constexpr bool waits = true;
 
   device_map_node(program p, std::string kernel, batch_options o)
       : prog_{std::move(p)}, name_{std::move(kernel)}, opt_{o} {
@@ -78,7 +101,8 @@ class device_map_node : public stream::node<In, Out> {
       queue_ = cl::CommandQueue{prog_.dev().context(), prog_.dev().id()};
       slots_.resize(opt_.in_flight);
       for (auto& b : slots_) {
-        b.in.reserve(opt_.size);
+        b.mem = std::make_shared<host>();
+        b.mem->in.reserve(opt_.size);
         b.dev_in = cl::Buffer{prog_.dev().context(), CL_MEM_READ_ONLY, opt_.size * sizeof(In)};
         b.dev_out = cl::Buffer{prog_.dev().context(), CL_MEM_WRITE_ONLY, opt_.size * sizeof(Out)};
       }
@@ -87,80 +111,155 @@ class device_map_node : public stream::node<In, Out> {
     }
   }
 
+  // slots_[cur_] is free whenever the stage does not hold: it holds after a
+  // submit that leaves no free batch, until the oldest is back.
   void consume(In& x) {
     auto& b = slots_[cur_];
-    if (b.in.empty()) b.first = stream::now();
-    b.in.push_back(x);
+    auto& in = b.mem->in;
+    if (in.empty()) b.first = stream::now();
+    in.push_back(x);
     // The clock is read once per 64 elements (a read costs as much as the
     // rest of consume); an input that runs dry is handled by on_idle.
-    const auto n = b.in.size();
+    const auto n = in.size();
     if (n == opt_.size || (n % 64 == 0 && stream::now() - b.first >= delay_ns())) submit();
   }
   void on_idle() { drain(); }
   void on_stop() { drain(); }
+  // A batch's callback came, not necessarily the one the stage waits for (a
+  // wake may also be left over from a batch emitted since): emits what is
+  // back, oldest first, and holds again while what it waits for is not.
+  void on_wake() {
+    emit_ready(true);
+    if (draining_ ? busy_ != 0 : slots_[cur_].busy) {
+      this->hold();
+      return;
+    }
+    draining_ = false;
+  }
 
  private:
-  struct slot {
+  // A batch's host memory: the device reads `in` and writes `out` until the
+  // batch's read is complete, so its callback shares it.
+  struct host {
     std::vector<In> in;
     std::vector<Out> out;
+  };
+  struct slot {
+    std::shared_ptr<host> mem;
     cl::Buffer dev_in, dev_out;
-    cl::Event done;
+    cl::Event done;  // the read of `out`, the batch's last command
     std::uint64_t first = 0;
     bool busy = false;
   };
 
   [[noreturn]] void fail(const char* what, const cl::Error& e) {
-    throw opencl_error{"device_map '" + name_ + "': " + what + ": " + detail::describe(e), e.err()};
+    throw opencl_error{"device_map '" + name_ + "': " + what + ": " + troupe::opencl::detail::describe(e), e.err()};
   }
 
   std::uint64_t delay_ns() const noexcept { return static_cast<std::uint64_t>(opt_.max_delay.count()) * 1000; }
 
-  // Sends the current batch to the device and moves on to the other slot,
-  // emitting the batch that was there first (waiting for it if need be).
+  // Sends the current batch to the device and moves on to the next slot,
+  // emitting the batches that are back; holds if that slot is still on the
+  // device (no free batch: the oldest is).
   void submit() {
-    auto& b = slots_[cur_];
-    const auto n = b.in.size();
+    launch(slots_[cur_]);
+    cur_ = (cur_ + 1) % slots_.size();
+    emit_ready(false);
+    if (slots_[cur_].busy) this->hold();
+  }
+
+  // Nothing more is coming for now (on_idle) or ever (on_stop): the partial
+  // batch goes, and the stage holds until every batch in flight is back and
+  // emitted (the older first).
+  void drain() {
+    if (!slots_[cur_].mem->in.empty()) {
+      launch(slots_[cur_]);
+      cur_ = (cur_ + 1) % slots_.size();
+    }
+    emit_ready(false);
+    if (busy_ != 0) {
+      draining_ = true;
+      this->hold();
+    }
+  }
+
+  // Enqueues the batch's write, kernel and read, and a callback on the read
+  // that wakes the stage.
+  void launch(slot& b) {
+    auto& m = *b.mem;
+    const auto n = m.in.size();
+    auto landing = std::make_unique<detail::batch_landing>(detail::batch_landing{this->waker(), b.mem});
     try {
       std::size_t global = n;
       if (opt_.local != 0) global = (n + opt_.local - 1) / opt_.local * opt_.local;
-      b.out.resize(n);
-      queue_.enqueueWriteBuffer(b.dev_in, CL_FALSE, 0, n * sizeof(In), b.in.data());
-      detail::count_transfer(true, n * sizeof(In));
+      m.out.resize(n);
+      queue_.enqueueWriteBuffer(b.dev_in, CL_FALSE, 0, n * sizeof(In), m.in.data());
+      troupe::opencl::detail::count_transfer(true, n * sizeof(In));
       kernel_.setArg(0, b.dev_in);
       kernel_.setArg(1, b.dev_out);
       kernel_.setArg(2, static_cast<cl_uint>(n));
       queue_.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange{global},
                                   opt_.local != 0 ? cl::NDRange{opt_.local} : cl::NullRange);
-      queue_.enqueueReadBuffer(b.dev_out, CL_FALSE, 0, n * sizeof(Out), b.out.data(), nullptr, &b.done);
-      detail::count_transfer(false, n * sizeof(Out));
+      queue_.enqueueReadBuffer(b.dev_out, CL_FALSE, 0, n * sizeof(Out), m.out.data(), nullptr, &b.done);
+      troupe::opencl::detail::count_transfer(false, n * sizeof(Out));
+      b.done.setCallback(CL_COMPLETE, &detail::wake_stage, landing.get());
+      [[maybe_unused]] auto* by_callback = landing.release();  // the callback frees it
       queue_.flush();
     } catch (const cl::Error& e) {
+      // What was enqueued of this batch finishes before its memory is
+      // reused; the batch is lost with the error.
+      settle();
+      m.in.clear();
       fail("running a batch", e);
     }
     b.busy = true;
-    cur_ = (cur_ + 1) % slots_.size();
-    if (slots_[cur_].busy) emit(slots_[cur_]);
+    ++busy_;
   }
 
-  // Nothing more is coming for now: the partial batch goes, and every batch
-  // in flight is emitted (the older first).
-  void drain() {
-    if (!slots_[cur_].in.empty()) submit();
+  // Emits the batches in flight that are back, oldest first, up to the
+  // first that is not. `strict` (on_wake): a batch that failed on the device
+  // throws; elsewhere it is left for on_wake, which the failed read's
+  // callback brings (and an error thrown from on_wake ends the graph
+  // whatever its on_error says).
+  void emit_ready(bool strict) {
     for (std::size_t k = 0; k < slots_.size(); ++k) {
       auto& b = slots_[(cur_ + k) % slots_.size()];
-      if (b.busy) emit(b);
+      if (!b.busy) continue;  // free slots come before the batches in flight
+      if (!back(b, strict)) return;
+      emit(b);
     }
+  }
+
+  // Whether the batch is back from the device (its read complete).
+  bool back(slot& b, bool strict) {
+    cl_int status = CL_COMPLETE;
+    try {
+      status = b.done.template getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
+    } catch (const cl::Error& e) {
+      if (strict) fail("waiting for a batch", e);
+      return false;
+    }
+    if (status < 0 && strict)
+      throw opencl_error{opencl_errc::kernel_failed,
+                         "device_map '" + name_ + "': a batch failed on the device: " + std::string{error_name(status)},
+                         status};
+    return status == CL_COMPLETE;
   }
 
   void emit(slot& b) {
-    try {
-      b.done.wait();
-    } catch (const cl::Error& e) {
-      fail("waiting for a batch", e);
-    }
     b.busy = false;
-    for (auto& y : b.out) this->send_next(std::move(y));
-    b.in.clear();
+    --busy_;
+    for (auto& y : b.mem->out) this->send_next(std::move(y));
+    b.mem->in.clear();
+  }
+
+  // Waits for everything enqueued to finish (a worker's thread, never a
+  // completion callback's).
+  void settle() noexcept {
+    try {
+      queue_.finish();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a failed command is done too
+    }
   }
 
   program prog_;
@@ -169,7 +268,9 @@ class device_map_node : public stream::node<In, Out> {
   cl::Kernel kernel_;
   cl::CommandQueue queue_;
   std::vector<slot> slots_;
-  std::size_t cur_ = 0;
+  std::size_t cur_ = 0;    // the batch being filled
+  std::size_t busy_ = 0;   // batches on the device
+  bool draining_ = false;  // holding until every batch is back (on_idle, on_stop)
 };
 
 /// A device stage: see the top of this header.

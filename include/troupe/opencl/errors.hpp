@@ -37,8 +37,8 @@ enum class opencl_errc : std::uint16_t {
 
 /// The category "opencl".
 inline const error_category& opencl_category() noexcept {
-  static constexpr std::string_view texts[] = {"", "no_device", "build_failed", "call_failed", "kernel_failed",
-                                               "invalid_argument"};
+  static constexpr std::string_view texts[] = {
+      "", "no_device", "build_failed", "call_failed", "kernel_failed", "invalid_argument"};
   static_assert(std::size(texts) == static_cast<std::size_t>(opencl_errc::invalid_argument) + 1);
   static const error_category cat{"opencl", texts};
   return cat;

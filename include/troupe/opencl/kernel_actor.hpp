@@ -274,10 +274,9 @@ struct kernel_done {
 
 /// The untyped part of every kernel actor: queue, kernel object, the
 /// in-flight bound (its intake gate), completion callbacks, buffer reuse.
-class kernel_actor_base : public event_actor, private intake_gate {
+class kernel_actor_base : public gated_actor {
  public:
   ~kernel_actor_base() override;
-  troupe::detail::resume_result resume(std::size_t throughput) override { return resume_gated(throughput); }
 
  protected:
   kernel_actor_base(kernel_parts parts, std::size_t tags);
@@ -585,9 +584,8 @@ class kernel_actor final : public kernel_actor_base {
   void answer(command& c, int status) {
     give_back(c, std::index_sequence_for<Tags...>{});
     if (status < 0) {
-      c.promise.deliver(
-          kernel_error(opencl_errc::kernel_failed,
-                       "the kernel or a transfer failed on the device: " + std::string{error_name(status)}));
+      c.promise.deliver(kernel_error(opencl_errc::kernel_failed, "the kernel or a transfer failed on the device: " +
+                                                                     std::string{error_name(status)}));
       return;
     }
     auto outs = take_outputs(c, std::index_sequence_for<Tags...>{});
@@ -618,7 +616,8 @@ class kernel_actor final : public kernel_actor_base {
 
   void abandon_all() noexcept override {
     for (auto& cmd : commands_)
-      cmd->promise.deliver(troupe::error{errc::actor_exited, "opencl: the kernel actor ended with this request in flight"});
+      cmd->promise.deliver(
+          troupe::error{errc::actor_exited, "opencl: the kernel actor ended with this request in flight"});
     commands_.clear();
   }
 

@@ -30,6 +30,10 @@
 #include "troupe/actor/event_actor.hpp"
 #include "troupe/detail/build.hpp"
 #include "troupe/detail/entry.hpp"
+#include "troupe/pattern/branches.hpp"
+#include "troupe/pattern/farm.hpp"
+#include "troupe/pattern/pipeline.hpp"
+#include "troupe/pattern/placed.hpp"
 #include "troupe/pattern/stage.hpp"
 #include "troupe/stream/graph.hpp"
 #include "troupe/util/affinity.hpp"
@@ -112,6 +116,34 @@ actor spawn_entry(actor_system& sys, const std::shared_ptr<graph_state>& st, con
   });
 }
 
+/// The element types of description P (element_types_of).
+template <class P>
+struct element_types {
+  template <class F>
+  static void each(F& f) {
+    if constexpr (!std::is_void_v<typename P::in_type>) f.template operator()<typename P::in_type>();
+    if constexpr (!std::is_void_v<typename P::out_type>) f.template operator()<typename P::out_type>();
+  }
+};
+template <class... Ss>
+struct element_types<pipeline<Ss...>> {
+  template <class F>
+  static void each(F& f) {
+    (element_types<Ss>::each(f), ...);
+  }
+};
+template <class... Ps>
+struct element_types<branches<Ps...>> {
+  template <class F>
+  static void each(F& f) {
+    (element_types<Ps>::each(f), ...);
+  }
+};
+template <class P, class Policy, bool Ordered>
+struct element_types<farm<P, Policy, Ordered>> : element_types<P> {};
+template <class P>
+struct element_types<placed<P>> : element_types<P> {};
+
 }  // namespace detail
 
 /// Spawns `pattern` as a stream graph on `sys` (see the top of this header).
@@ -148,6 +180,14 @@ stream::graph spawn_pattern(actor_system& sys, const P& pattern, stream::options
 
 namespace ext {
 
+/// Calls f.template operator()<T>() for the input and output type T of each
+/// node in description P (not void; a type may come more than once): the
+/// element types that may cross between processes when P is split.
+template <class P, class F>
+void for_each_element_type(F&& f) {
+  detail::element_types<P>::each(f);
+}
+
 /// Spawns this process's part of `pattern`, a graph from sources to sinks
 /// split across the processes of `where` (detail/edge.hpp): the runners of
 /// this rank, and the edges to and from the others. Every process calls it
@@ -180,6 +220,10 @@ stream::graph spawn_split(actor_system& sys, const P& pattern, peers& where, std
     plan.name = std::move(name);
     plan.cfg = cfg;
     b.split = &plan;
+    for_each_element_type<P>([&plan]<class T>() {
+      d::install_edges<T>(plan);
+      d::install_edges<d::tagged<T>>(plan);  // ordered farms
+    });
     d::build_stage<false>(b, pattern, d::no_downstream{});
     for (auto& slot : plan.slots)
       if (slot.rank >= where.size())

@@ -75,8 +75,7 @@ class error_category {
   /// `texts[c]` names code c and `core_codes[c]` (when given) is the core
   /// code that error::code() reports for it (errc::runtime_error when not
   /// given). Both arrays must outlive the category (static storage).
-  error_category(std::string_view name, std::span<const std::string_view> texts,
-                 std::span<const errc> core_codes = {});
+  error_category(std::string_view name, std::span<const std::string_view> texts, std::span<const errc> core_codes = {});
   ~error_category();
   error_category(const error_category&) = delete;
   error_category& operator=(const error_category&) = delete;
@@ -84,7 +83,9 @@ class error_category {
   /// "troupe", "net", "opencl": how the category is known, also on the wire.
   std::string_view name() const noexcept { return name_; }
   /// The name of a code ("remote_unreachable"); empty for a code without one.
-  std::string_view text(code_type code) const noexcept { return code < texts_.size() ? texts_[code] : std::string_view{}; }
+  std::string_view text(code_type code) const noexcept {
+    return code < texts_.size() ? texts_[code] : std::string_view{};
+  }
   /// The core code that stands for `code` where only core codes are known.
   errc core_code(code_type code) const noexcept;
 
@@ -119,7 +120,8 @@ class error {
   /// No error: a normal exit (errc::none).
   error() noexcept = default;
   /// A core error.
-  explicit error(errc code, std::string message = {}) : code_{static_cast<code_type>(code)}, message_{std::move(message)} {}
+  explicit error(errc code, std::string message = {})
+      : code_{static_cast<code_type>(code)}, message_{std::move(message)} {}
   /// A module's error: its category is category_of(code).
   template <error_code_enum E>
     requires(!std::same_as<E, errc>)
@@ -151,9 +153,7 @@ class error {
   std::string to_string() const;
 
   /// The same category and code (messages are not compared).
-  friend bool operator==(const error& a, const error& b) noexcept {
-    return a.cat_ == b.cat_ && a.code_ == b.code_;
-  }
+  friend bool operator==(const error& a, const error& b) noexcept { return a.cat_ == b.cat_ && a.code_ == b.code_; }
   /// The core code (code()) is `b`.
   friend bool operator==(const error& a, errc b) noexcept { return a.code() == b; }
   /// a.is(b), for a module's code.
