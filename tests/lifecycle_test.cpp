@@ -299,6 +299,15 @@ namespace {
 }
 }  // namespace
 
+// Under a sanitizer (GCC says so with __SANITIZE_*__, Clang with __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TROUPE_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TROUPE_TEST_SANITIZED 1
+#endif
+#endif
+
 // Every actor freed by a worker thread that ends with the system used to stay
 // on that thread's free list, lost: ~500 bytes per actor per system.
 TEST(lifecycle, systems_created_and_destroyed_leave_no_memory_behind) {
@@ -317,7 +326,7 @@ TEST(lifecycle, systems_created_and_destroyed_leave_no_memory_behind) {
         .receive([&](std::vector<int>& v) { out = std::move(v); }, [](error&) {});
     ASSERT_EQ(out, (std::vector<int>{2, 3, 4}));
   };
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef TROUPE_TEST_SANITIZED
   // The sanitizers' allocators keep freed memory in quarantine, so RSS says
   // nothing there: a few cycles under their leak and race checks.
   for (int i = 0; i < 50; ++i) cycle();

@@ -159,6 +159,8 @@ TEST(metrics, a_slow_sink_shows_as_blocked_time_and_fill_upstream) {
 }
 
 TEST(metrics, system_figures_follow_the_actor_system) {
+  // Outlives the system: the busy actor below reads it until the system ends.
+  std::atomic<bool> release{false};
   troupe::actor_system sys{troupe::config{.workers = 2}};
   tmx::exporter ex{sys};
   const auto before = samples(get(ex, "/metrics"));
@@ -172,7 +174,6 @@ TEST(metrics, system_figures_follow_the_actor_system) {
     return static_cast<double>(sys.messages_handled()) - before.at("troupe_messages_handled_total") >= 1000;
   }));
   // An actor busy with its first message: the other seven wait in its mailbox.
-  std::atomic<bool> release{false};
   auto busy = sys.spawn([&release](troupe::event_actor&) {
     return troupe::behavior{[&release](int) {
       while (!release.load()) std::this_thread::sleep_for(1ms);

@@ -15,8 +15,8 @@
 //   two_processes  the same run() in two processes: the client is rank 0,
 //                  a forked server process (common/peer_process.hpp) rank 1,
 //                  plaintext TCP on 127.0.0.1 (ports picked free first);
-//                  each process's actor system has 1 worker, and every
-//                  split replica runs on a thread of its own
+//                  each process's actor system has 1 worker, which runs
+//                  its part of the graph, edges included (one engine)
 // Measured region: the app's own timed run on rank 0 (run_result::elapsed_s:
 // from the start until its part has drained and every element it sent is
 // acknowledged by rank 1).

@@ -107,7 +107,7 @@ class edge_runner : public runner_base {
   enum class phase { fresh, running, ending, finished };
 
   /// The first step: mail from now on wakes the runner.
-  void arm() { box_.waker().arm(*this, *graph_); }
+  void arm() { box_.waker().arm(*this); }
   /// The graph fails with `what` (whatever options.on_error says: a lost
   /// peer is not an element's failure).
   step_result fail_with(const std::string& what) noexcept {

@@ -357,6 +357,7 @@ class runner_core : public runner_base, public input_side<InE> {
     publish(0, sent());
     phase_ = phase::finished;
     out_.close();
+    if constexpr (requires { self().disarm_waker(); }) self().disarm_waker();  // before the graph may end
     finished();
     return step_result::finished;
   }
@@ -593,7 +594,7 @@ class runner final
   }
 
   bool start_hook() noexcept {
-    if constexpr (holds) waker_->arm(*this, *this->graph_);
+    if constexpr (holds) waker_->arm(*this);
     return always([&] { node_.on_start(); });
   }
   bool stop_hook() noexcept {
@@ -602,6 +603,11 @@ class runner final
   }
 
   // ---- a node that holds (stream/node.hpp: hold, waker, on_wake)
+
+  /// Before the runner ends (end): no wake reaches it afterwards.
+  void disarm_waker() noexcept {
+    if constexpr (holds) waker_->disarm();
+  }
 
   bool& held() noexcept { return node_access::held(node_); }
   /// Whether the node holds now (false, at compile time, unless it waits).

@@ -2,10 +2,14 @@
 // waker.hpp: how something outside a graph wakes one of its runners: mail to
 // an edge's actor (edge.hpp), a node's wake_handle (a device that finished,
 // stream/node.hpp). The waker outlives the runner when something still holds
-// it (a peer's handle, a device callback in flight), so it holds a weak
-// reference to the graph and the runner's address, which the runner arms at
-// its first step and disarms when it ends: a wake before the first step is
-// not needed (that step looks anyway), and one after the end does nothing.
+// it (a peer's handle, a device callback in flight), so it holds the
+// runner's address, which the runner arms at its first step and disarms
+// before it ends: a wake before the first step is not needed (that step
+// looks anyway), and one after the end does nothing. A wake runs under the
+// waker's lock, so the runner's disarm waits for a wake in flight: the
+// runner, and its graph, outlive every wake. (The waker never owns the
+// graph: a device's or a peer's thread must never be the one that destroys
+// it, with the node that owns that thread's work.)
 #pragma once
 
 #include <atomic>
@@ -20,36 +24,25 @@ namespace troupe::detail {
 class runner_waker {
  public:
   /// The runner's first step: wakes reach it from now on.
-  void arm(runner_base& r, graph_state& g) {
-    std::shared_ptr<graph_state> self;
-    {
-      std::lock_guard<std::mutex> lock{g.mtx};
-      self = g.self;
-    }
+  void arm(runner_base& r) {
     std::lock_guard<std::mutex> lock{mtx_};
     target_ = &r;
-    graph_ = self;
   }
+  /// Before the runner ends: no wake reaches it any more, and none is in
+  /// flight when this returns.
   void disarm() noexcept {
     std::lock_guard<std::mutex> lock{mtx_};
     target_ = nullptr;
   }
-  /// Any thread: the runner runs again (if it is armed and its graph lives).
+  /// Any thread: the runner runs again (if it is armed).
   void notify() noexcept {
     fired_.store(true, std::memory_order_release);
-    runner_base* r = nullptr;
-    std::shared_ptr<graph_state> keep;  // the runner lives as long as its graph
-    {
-      std::lock_guard<std::mutex> lock{mtx_};
-      if (target_ == nullptr) return;
-      keep = graph_.lock();
-      r = target_;
-    }
-    if (!keep) return;
+    std::lock_guard<std::mutex> lock{mtx_};
+    if (target_ == nullptr) return;
     // Pairs with the fence in the runner's release: it sees `fired_` (or its
     // mail), or we see it idle.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    r->wake();
+    target_->wake();
   }
   /// Whether notify() was called since the last take_fired().
   bool fired() const noexcept { return fired_.load(std::memory_order_acquire); }
@@ -58,7 +51,6 @@ class runner_waker {
  private:
   std::mutex mtx_;
   runner_base* target_ = nullptr;
-  std::weak_ptr<graph_state> graph_;
   std::atomic<bool> fired_{false};
 };
 
