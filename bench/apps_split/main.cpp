@@ -94,10 +94,10 @@ bench::sample run_two_processes(const bench::params& p) {
   const auto deadline = bench::peer::deadline_from_now(std::chrono::seconds{60 + p.get("seconds")});
   const auto ports = free_ports(2);
   cli c = flags(p);
+  for (const auto& f : troupe_apps::split_flags()) c.extra[f.name] = f.value;  // the defaults, then ours
   c.extra["peers"] = "tcp://127.0.0.1:" + std::to_string(ports[0]) + ",tcp://127.0.0.1:" + std::to_string(ports[1]);
   c.extra["placement"] = p.get("app") == 0 ? "0;0;1;1" : "0;1;1";
   c.extra["security"] = "plaintext";
-  c.extra["keys"] = "";
   bench::peer::server_process server{[&p, c](const bench::peer::reporter& report) mutable {
     report.ports({0});
     c.extra["rank"] = "1";
