@@ -25,6 +25,7 @@
 // Cost: as an actor's mailbox (one fetch_add and one exchange per message).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -62,7 +63,7 @@ class owned_cell : public actor_cell {
   template <class F>
   std::size_t drain(F&& f) {
     std::size_t all = 0;
-    while (!ended_) {
+    while (!ended_.load(std::memory_order_relaxed)) {
       std::size_t taken = 0;
       while (auto m = take()) {
         ++taken;
@@ -78,11 +79,12 @@ class owned_cell : public actor_cell {
   /// dropped as dead letters. The cell may be freed by then: keep a handle
   /// while touching it afterwards.
   void end(const error& why) noexcept {
-    if (ended_) return;
-    ended_ = true;
+    if (ended_.load(std::memory_order_relaxed)) return;
+    ended_.store(true, std::memory_order_release);
     terminate(why, 0);
   }
-  bool ended() const noexcept { return ended_; }
+  /// Any thread (a runner's release check reads it while its owner may end it).
+  bool ended() const noexcept { return ended_.load(std::memory_order_acquire); }
 
  protected:
   /// Any thread: mail came to an empty mailbox.
@@ -95,7 +97,7 @@ class owned_cell : public actor_cell {
   detail::resume_result resume(std::size_t) override { return detail::resume_result::done; }
   void wake() noexcept final { notify(); }
   void on_exit() noexcept final { on_end(); }
-  bool ended_ = false;
+  std::atomic<bool> ended_{false};
 };
 
 }  // namespace troupe::ext
