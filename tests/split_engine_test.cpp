@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -350,7 +351,7 @@ TEST(split_engine, every_rank_reports_the_metrics_of_its_part) {
   EXPECT_NE(m1.to_json().find("\"rank\":1"), std::string::npos);
 }
 
-TEST(split_engine, a_placement_on_a_rank_outside_the_peers_is_refused) {
+TEST(split_engine, a_placement_outside_the_peers_and_edges_without_a_window_are_refused) {
   ranks rs{2};
   counting_source src;
   src.n = 10;
@@ -362,6 +363,28 @@ TEST(split_engine, a_placement_on_a_rank_outside_the_peers_is_refused) {
   EXPECT_THROW(troupe::placement::ranks("0,,1"), std::invalid_argument);
   EXPECT_THROW(troupe::placement::ranks("0;1"), std::invalid_argument);
   EXPECT_THROW(troupe::placement::ranks(std::vector<std::size_t>{}), std::invalid_argument);
+  // Neither a window nor its size in bytes, or a window below a batch: the
+  // edges are checked first, and the error names them.
+  for (const auto& bad : {troupe::ext::edge_config{.window = 0, .window_bytes = 0},
+                          troupe::ext::edge_config{.batch = 64, .window = 32}}) {
+    try {
+      troupe::ext::spawn_split(*rs.systems[0], p, *rs.peers[0], "g", bad);
+      ADD_FAILURE() << "no error";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string{e.what()}.find("window"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(split_engine, the_window_is_in_bytes_of_the_element_unless_given_in_elements) {
+  const troupe::ext::edge_config dflt{};
+  using tuple24 = std::array<char, 24>;
+  using tuple192 = std::array<char, 192>;
+  using huge = std::array<char, 65'536>;
+  EXPECT_EQ(dflt.window_of<tuple24>(), 262'144U);
+  EXPECT_EQ(dflt.window_of<tuple192>(), 32'768U);
+  EXPECT_EQ(dflt.window_of<huge>(), 4 * dflt.batch);  // at least 4 batches
+  EXPECT_EQ((troupe::ext::edge_config{.batch = 16, .window = 100}.window_of<char>()), 100U);
 }
 
 TEST(split_engine, a_missing_rank_is_reported_after_the_connect_timeout) {

@@ -1,9 +1,12 @@
 // spsc_ring: bounded SPSC channel of values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "troupe/util/spsc_ring.hpp"
 
@@ -131,4 +134,69 @@ TEST(spsc_ring, strings_survive_wrap_around) {
     ASSERT_TRUE(r.try_pop(out));
     EXPECT_EQ(out, std::string(static_cast<std::size_t>(i % 40), 'x') + std::to_string(i));
   }
+}
+
+TEST(spsc_ring, runs_are_pushed_as_far_as_they_fit_and_consumed_across_the_wrap) {
+  troupe::spsc_ring<std::string> r{8};
+  auto text = [](int i) { return std::string(static_cast<std::size_t>(20 + i % 7), 'w') + std::to_string(i); };
+  std::vector<std::string> in;
+  for (int i = 0; i < 6; ++i) in.push_back(text(i));
+  EXPECT_EQ(r.push_run_unpublished(in.data(), in.size()), 6u);
+  EXPECT_TRUE(r.empty());  // not published yet
+  EXPECT_TRUE(r.publish());
+  std::vector<std::string> out;
+  auto take = [&out](std::string* from, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out.push_back(std::move(from[i]));
+  };
+  EXPECT_EQ(r.consume_runs(4, take), 4u);  // slots 0-3
+  // 2 left; a run of 9 fills the 6 free slots (across the wrap) and stops.
+  in.clear();
+  for (int i = 6; i < 15; ++i) in.push_back(text(i));
+  EXPECT_EQ(r.push_run_unpublished(in.data(), in.size()), 6u);
+  EXPECT_EQ(r.push_run_unpublished(in.data() + 6, 3), 0u);  // full
+  r.publish();
+  std::size_t calls = 0;
+  EXPECT_EQ(r.consume_runs(100,
+                           [&](std::string* from, std::size_t n) {
+                             ++calls;
+                             take(from, n);
+                           }),
+            8u);
+  EXPECT_EQ(calls, 2u);  // two runs: slots 4-7, then 0-3
+  ASSERT_EQ(out.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(out[static_cast<std::size_t>(i)], text(i));
+  EXPECT_EQ(r.consume_runs(100, take), 0u);
+  EXPECT_EQ(r.push_run_unpublished(in.data() + 6, 3), 3u);  // the leftovers are destroyed with the ring
+}
+
+TEST(spsc_ring, two_threads_pass_every_value_in_order_in_runs) {
+  constexpr std::int64_t n = 1'000'000;
+  troupe::spsc_ring<std::int64_t> r{64};
+  std::thread producer{[&] {
+    std::vector<std::int64_t> run(37);
+    for (std::int64_t i = 0; i < n;) {
+      const auto k = static_cast<std::size_t>(std::min<std::int64_t>(37, n - i));
+      for (std::size_t j = 0; j < k; ++j) run[j] = i + static_cast<std::int64_t>(j);
+      std::size_t done = 0;
+      while (done < k) {
+        done += r.push_run_unpublished(run.data() + done, k - done);
+        r.publish();
+        if (done < k) std::this_thread::yield();
+      }
+      i += static_cast<std::int64_t>(k);
+    }
+  }};
+  std::int64_t next = 0;
+  bool in_order = true;
+  while (next < n) {
+    const auto got = r.consume_runs(23, [&](std::int64_t* from, std::size_t k) {
+      for (std::size_t j = 0; j < k; ++j) in_order = in_order && from[j] == next + static_cast<std::int64_t>(j);
+      next += static_cast<std::int64_t>(k);
+    });
+    if (got == 0) std::this_thread::yield();
+  }
+  producer.join();
+  EXPECT_TRUE(in_order);
+  EXPECT_EQ(next, n);
+  EXPECT_TRUE(r.empty());
 }

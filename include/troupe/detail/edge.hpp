@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -328,9 +329,8 @@ class edge_sender final : public edge_sender_base, public input_side<E> {
       std::size_t max = cfg_.batch - l.pending.items.size();
       if (c.watermark_pending) max = std::min(max, c.watermark_after);
       auto& items = l.pending.items;
-      const auto got = c.ring.consume(max, [&items](E& v) noexcept {
-        items.push_back(std::move(v));  // reserved: no allocation
-        return true;
+      const auto got = c.ring.consume_runs(max, [&items](E* from, std::size_t n) noexcept {
+        items.insert(items.end(), std::make_move_iterator(from), std::make_move_iterator(from + n));  // reserved
       });
       if (got == 0) return true;
       if (l.oldest == 0) l.oldest = stream::now();
@@ -588,10 +588,10 @@ class edge_receiver final : public edge_receiver_base {
     l.opened = true;
     l.id = id;
     l.credit_to = credit_to;
-    l.granted = cfg_.window;
+    l.granted = window_;
     ++opened_;
     if (credit_to) credit_to->add_monitor(handle());
-    system().send(credit_to, ext::edge_credit{}, id, static_cast<std::uint64_t>(cfg_.window), std::uint64_t{0});
+    system().send(credit_to, ext::edge_credit{}, id, static_cast<std::uint64_t>(window_), std::uint64_t{0});
   }
 
   /// Grants l what was consumed since its last grant.
@@ -599,7 +599,7 @@ class edge_receiver final : public edge_receiver_base {
     if (l.consumed == 0) return;
     const std::uint64_t n = std::exchange(l.consumed, 0);
     l.granted += n;
-    system().send(l.credit_to, ext::edge_credit{}, l.id, n, l.granted - cfg_.window);
+    system().send(l.credit_to, ext::edge_credit{}, l.id, n, l.granted - window_);
   }
 
   /// Pushes l's events into its channel until it is full.
@@ -616,7 +616,9 @@ class edge_receiver final : public edge_receiver_base {
       auto& items = std::get<0>(ev).items;
       const std::size_t from = l.pos;
       while (l.pos < items.size()) {
-        out.send(std::move(items[l.pos++]));
+        l.pos += out.send_run(items.data() + l.pos, items.size() - l.pos);
+        if (l.pos == items.size()) break;
+        out.send(std::move(items[l.pos++]));  // the channel is full: parks it
         if (out.blocked()) break;
       }
       const std::size_t n = l.pos - from;
@@ -638,9 +640,6 @@ class edge_receiver final : public edge_receiver_base {
       l.closed = true;
       moved = true;
     }
-    // A quarter window at a time (a grant per batch cost a message each way
-    // per batch); all of it once the lane has ended (its sender waits).
-    if (l.consumed >= std::max(cfg_.batch, cfg_.window / 4) || l.ended) grant(l);
   }
 
   step_result pass() {
@@ -649,6 +648,12 @@ class edge_receiver final : public edge_receiver_base {
       if (l->closed) continue;
       push(*l, moved);
       if (l->out.blocked()) blocked = true;
+      // A quarter window at a time (a grant per batch cost a message each
+      // way per batch), whether or not the channel has filled up: granting
+      // only once it had room again left the sender waiting for whole
+      // windows, exactly when the consumer here is the slow side. All of it
+      // once the lane has ended (its sender waits).
+      if (l->consumed >= std::max(cfg_.batch, window_ / 4) || l->ended) grant(*l);
     }
     for (auto& l : lanes_) l->out.sweep();
     if (std::all_of(lanes_.begin(), lanes_.end(), [](const std::unique_ptr<lane>& l) { return l->closed; })) {
@@ -699,6 +704,7 @@ class edge_receiver final : public edge_receiver_base {
 
   port<E>* into_;
   std::size_t capacity_;
+  std::size_t window_ = cfg_.window_of<E>();
   std::vector<std::unique_ptr<lane>> lanes_;
   std::size_t opened_ = 0;
   std::uint64_t open_deadline_ = 0, linger_until_ = 0;

@@ -242,6 +242,20 @@ class outlet final : public emit_target<E> {
 
   bool blocked() const noexcept { return parked_; }
 
+  /// A run of values for the one channel of a single-replica route (an edge
+  /// receiver's lane): moves as many as fit straight into it and publishes
+  /// them; returns how many went (0 while elements are parked). The rest go
+  /// through send(), which parks the next one.
+  std::size_t send_run(E* from, std::size_t n) noexcept(std::is_nothrow_move_constructible_v<E>) {
+    static_assert(std::is_same_v<Route, direct>, "send_run: a single-replica route");
+    if (this->fast_ == nullptr || n == 0) return 0;
+    auto& c = *this->fast_;
+    const auto k = c.ring.push_run_unpublished(from, n);
+    this->sent_ += k;
+    base::publish(c);
+    return k;
+  }
+
   /// Blocked: the channel to re-check after release (null: any channel).
   channel<E>* blocked_on() const noexcept {
     const auto i = overflow_[parked_from_].first;

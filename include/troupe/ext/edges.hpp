@@ -37,10 +37,23 @@ namespace troupe::ext {
 struct edge_config {
   std::size_t batch = 1024;                   ///< elements per message
   std::chrono::microseconds max_delay{1000};  ///< a partial batch waits at most this long
-  /// Credit per lane, in elements (>= batch). It must cover what flows
-  /// during a grant's round trip; on a loaded machine that trip includes
-  /// scheduling delays of milliseconds (docs/performance.md, remote_pipeline).
-  std::size_t window = 65536;
+  /// Credit per lane: what may be in flight between a producer and its
+  /// remote consumer. It must cover what flows during a grant's round trip;
+  /// on a loaded machine that trip includes scheduling delays of
+  /// milliseconds (docs/performance.md, "Remote streams"). In elements when
+  /// `window` is set (>= batch); otherwise `window_bytes` of the elements'
+  /// own size (sizeof, so a string's characters are not counted), and at
+  /// least 4 batches: 262144 24-byte tuples, 32768 192-byte ones.
+  std::size_t window = 0;
+  std::size_t window_bytes = std::size_t{6} << 20;
+
+  /// The window of a lane of element type E, in elements.
+  template <class E>
+  std::size_t window_of() const noexcept {
+    if (window != 0) return window;
+    const std::size_t n = window_bytes / sizeof(E);
+    return n > 4 * batch ? n : 4 * batch;
+  }
 };
 
 /// The processes of a split graph, as this process sees them.

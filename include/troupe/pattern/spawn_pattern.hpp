@@ -210,9 +210,11 @@ stream::graph spawn_split(actor_system& sys, const P& pattern, peers& where, std
   } else {
     namespace d = detail;
     d::check_options(opts);
-    if (cfg.batch == 0 || cfg.window < cfg.batch)
-      throw std::invalid_argument("troupe: the edges of a split graph need 0 < batch <= window (batch " +
-                                  std::to_string(cfg.batch) + ", window " + std::to_string(cfg.window) + ")");
+    if (cfg.batch == 0 || (cfg.window != 0 && cfg.window < cfg.batch) || (cfg.window == 0 && cfg.window_bytes == 0))
+      throw std::invalid_argument(
+          "troupe: the edges of a split graph need 0 < batch <= window, or a window in bytes (batch " +
+          std::to_string(cfg.batch) + ", window " + std::to_string(cfg.window) + ", window_bytes " +
+          std::to_string(cfg.window_bytes) + ")");
     auto st = std::make_shared<d::graph_state>(sys, std::move(opts));
     auto b = d::make_builder(*st);
     d::split_plan plan;

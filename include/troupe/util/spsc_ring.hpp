@@ -73,6 +73,21 @@ class spsc_ring {
     next_ = t + 1;
     return true;
   }
+  /// Producer. Moves up to `n` values from `from` into the ring, unpublished
+  /// (as try_emplace_unpublished, in order); returns how many fit. A run of
+  /// trivially copyable values is one or two memmoves.
+  std::size_t push_run_unpublished(T* from, std::size_t n) noexcept(std::is_nothrow_move_constructible_v<T>) {
+    const auto t = next_;
+    if (t + n > limit_) limit_ = head_.load(std::memory_order_acquire) + mask_ + 1;
+    TROUPE_ASSERT(t <= limit_, "R1: the producer is past the values not yet consumed");
+    if (limit_ - t < n) n = limit_ - t;
+    const std::size_t at = t & mask_;
+    const std::size_t first = n < mask_ + 1 - at ? n : mask_ + 1 - at;
+    std::uninitialized_move_n(from, first, slot_ptr(at));
+    std::uninitialized_move_n(from + first, n - first, slot_ptr(0));
+    next_ = t + n;
+    return n;
+  }
   /// Producer. Makes every value pushed so far visible; true if there were
   /// unpublished ones.
   bool publish() noexcept {
@@ -153,6 +168,31 @@ class spsc_ring {
     return i;
   }
 
+  /// Consumer. Hands up to `max` published values to f(T* first, size_t n)
+  /// as one or two contiguous runs, oldest first, then destroys them: one
+  /// index store frees their slots. Returns how many (0: empty). f may move
+  /// from the values and must not throw.
+  template <class F>
+  std::size_t consume_runs(std::size_t max, F&& f) noexcept {
+    const auto h = head_.load(std::memory_order_relaxed);
+    // A bulk take looks at the producer's index unless the cached view
+    // already holds `max`: a run is worth one more load.
+    if (cached_tail_ - h < max) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h == cached_tail_) return 0;
+    }
+    TROUPE_ASSERT(cached_tail_ - h <= mask_ + 1, "R1: more published values than the ring holds");
+    const std::size_t n = cached_tail_ - h < max ? cached_tail_ - h : max;
+    const std::size_t at = h & mask_;
+    const std::size_t first = n < mask_ + 1 - at ? n : mask_ + 1 - at;
+    if (first != 0) f(std::launder(slot_ptr(at)), first);
+    if (n != first) f(std::launder(slot_ptr(0)), n - first);
+    std::destroy_n(slot_ptr(at), first);
+    std::destroy_n(slot_ptr(0), n - first);
+    head_.store(h + n, std::memory_order_release);
+    return n;
+  }
+
   /// Either side; a snapshot of the published values.
   std::size_t size() const noexcept {
     return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
@@ -163,6 +203,10 @@ class spsc_ring {
   struct slot {
     alignas(T) unsigned char bytes[sizeof(T)];
   };
+  static_assert(sizeof(slot) == sizeof(T), "slots are laid out as an array of T");
+  /// Slot i's storage as a T* (the slots are one array of T-sized, T-aligned
+  /// cells: runs of them are contiguous arrays of T).
+  T* slot_ptr(std::size_t i) noexcept { return reinterpret_cast<T*>(slots_[i].bytes); }
   static std::size_t round_up(std::size_t n) {
     if (n > (std::size_t{1} << 40)) throw std::length_error("spsc_ring: capacity too large");
     std::size_t c = 2;
