@@ -44,6 +44,11 @@ net::node_config plain(const char* name) {
   net::node_config c;
   c.security = net::security::plaintext;
   c.name = name;
+  // No test here is about liveness: under a sanitizer, two ranks and a
+  // flood of batches on 2 cores once kept a heartbeat away for the default
+  // 600 ms, and a failure test saw a lost peer instead of its error.
+  c.heartbeat_interval = 500ms;
+  c.heartbeat_timeout = 5s;
   return c;
 }
 
