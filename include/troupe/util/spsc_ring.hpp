@@ -82,7 +82,7 @@ class spsc_ring {
     TROUPE_ASSERT(t <= limit_, "R1: the producer is past the values not yet consumed");
     if (limit_ - t < n) n = limit_ - t;
     const std::size_t at = t & mask_;
-    const std::size_t first = n < mask_ + 1 - at ? n : mask_ + 1 - at;
+    const std::size_t first = before_wrap(at, n);
     std::uninitialized_move_n(from, first, slot_ptr(at));
     std::uninitialized_move_n(from + first, n - first, slot_ptr(0));
     next_ = t + n;
@@ -184,7 +184,7 @@ class spsc_ring {
     TROUPE_ASSERT(cached_tail_ - h <= mask_ + 1, "R1: more published values than the ring holds");
     const std::size_t n = cached_tail_ - h < max ? cached_tail_ - h : max;
     const std::size_t at = h & mask_;
-    const std::size_t first = n < mask_ + 1 - at ? n : mask_ + 1 - at;
+    const std::size_t first = before_wrap(at, n);
     if (first != 0) f(std::launder(slot_ptr(at)), first);
     if (n != first) f(std::launder(slot_ptr(0)), n - first);
     std::destroy_n(slot_ptr(at), first);
@@ -207,6 +207,10 @@ class spsc_ring {
   /// Slot i's storage as a T* (the slots are one array of T-sized, T-aligned
   /// cells: runs of them are contiguous arrays of T).
   T* slot_ptr(std::size_t i) noexcept { return reinterpret_cast<T*>(slots_[i].bytes); }
+  /// Of a run of n slots from slot `at`, how many come before the ring wraps.
+  std::size_t before_wrap(std::size_t at, std::size_t n) const noexcept {
+    return n < mask_ + 1 - at ? n : mask_ + 1 - at;
+  }
   static std::size_t round_up(std::size_t n) {
     if (n > (std::size_t{1} << 40)) throw std::length_error("spsc_ring: capacity too large");
     std::size_t c = 2;
