@@ -5,9 +5,11 @@
 #pragma once
 
 #include "troupe/stream/chain.hpp"
+#include "troupe/stream/checkpoint.hpp"
 #include "troupe/stream/graph.hpp"
 #include "troupe/stream/metrics.hpp"
 #include "troupe/stream/node.hpp"
 #include "troupe/stream/options.hpp"
 #include "troupe/stream/routing.hpp"
+#include "troupe/stream/state.hpp"
 #include "troupe/stream/window.hpp"

@@ -315,6 +315,12 @@ void graph_state::launch(std::shared_ptr<graph_state> me) {
     done.store(1, std::memory_order_release);
     return;
   }
+  // Checkpoints: before anything runs, every node takes its state from the
+  // last completed checkpoint (a directory it cannot use throws from here).
+  if (!opts.checkpoint.dir.empty()) {
+    checkpoints = std::make_unique<checkpointer>(*this, opts.checkpoint);
+    checkpoints->restore();
+  }
   self = std::move(me);
   // Which runners watermarks can reach (channel.hpp): those fed by a
   // generator, directly or through other runners. Built back to front, the
@@ -346,6 +352,7 @@ void graph_state::launch(std::shared_ptr<graph_state> me) {
   }
   for (auto& r : runners)
     if (!r->dedicated()) r->start();
+  if (checkpoints) checkpoints->start();
 }
 
 void graph_state::fail(std::exception_ptr e, troupe::error err) noexcept {
@@ -384,6 +391,9 @@ void graph_state::runner_finished() noexcept {
     std::lock_guard<std::mutex> guard{mtx};
     keep = std::move(self);
   }
+  // The checkpointer's thread ends; after a clean end the job is done and
+  // its checkpoints go.
+  if (checkpoints) checkpoints->stop(!cancelled.load(std::memory_order_acquire));
   stream::completed report;
   report.error = error_value();
   report.failed = failed.load(std::memory_order_relaxed);

@@ -40,8 +40,9 @@ constexpr std::string_view core_texts[] = {
     "remote_unreachable",
     "edge_lost",
     "invalid_argument",
+    "checkpoint",
 };
-static_assert(std::size(core_texts) == static_cast<std::size_t>(errc::invalid_argument) + 1,
+static_assert(std::size(core_texts) == static_cast<std::size_t>(errc::checkpoint) + 1,
               "a name for every errc, in order");
 
 }  // namespace

@@ -52,6 +52,24 @@
 //   C6 only the consumer touches the watermark_* consumer fields; it stores
 //      `watermark_seen` (the last value it loaded) so that a producer's new
 //      watermark is input (has_input) until the consumer has loaded it.
+//
+// Checkpoint barriers (stream/checkpoint.hpp) travel beside the elements
+// too, but at an exact place: a barrier splits the channel's elements into
+// those its checkpoint's state includes and those it does not. The producer
+// stores, once the pushes before it are published, how many elements it had
+// pushed into the channel (`barrier_at`, relaxed) and then the checkpoint's
+// id (`barrier`, release). A consumer that loads a new id (acquire) takes
+// elements only up to that count; there the channel is *aligning*: it gives
+// nothing more until every input of the consumer is at its barrier (or has
+// ended); then the consumer snapshots its node, sends the barrier on and
+// passes it. At most one checkpoint is in flight (the checkpointer starts
+// the next once the last has completed, and it completes only once every
+// runner has passed it), so a channel holds at most one pending barrier.
+//   C7 only the producer stores `barrier` and `barrier_at`, ids increasing,
+//      and only once the pushes before it are published (outlet::barrier);
+//   C8 only the consumer touches `barrier_seen`, `aligning` and
+//      `barrier_in`; an aligning channel's elements are not input
+//      (has_input), its new barrier is until the consumer has loaded it.
 #pragma once
 
 #include <atomic>
@@ -60,6 +78,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "troupe/detail/resumable.hpp"
@@ -77,6 +96,7 @@ class actor_system;
 namespace troupe::detail {
 
 struct graph_state;
+class checkpointer;
 
 enum class step_result {
   more,      ///< the batch budget ran out with work left
@@ -155,6 +175,22 @@ class runner_base : public resumable {
   virtual std::size_t capacity() const noexcept { return 0; }
   virtual std::uint64_t late() const noexcept { return 0; }
   virtual void add_latency(stream::latency_histogram&) const noexcept {}
+
+  // ---- checkpoints (checkpointer.hpp); all before start
+  /// The graph takes checkpoints: this runner aligns barriers and
+  /// acknowledges them to `c`.
+  void set_checkpointer(checkpointer* c) noexcept { checkpoints_ = c; }
+  /// The graph resumes from a checkpoint: the node's state then (its
+  /// restore() reads it; throws checkpoint_error if it cannot), and whether
+  /// the runner had finished (it then ends at once: no on_start, no on_stop).
+  /// (This one: a node without state; src/stream/checkpoint.cpp.)
+  virtual void restore_state(std::string_view state, bool ended);
+  /// A source: the checkpointer wakes it to start a checkpoint.
+  virtual bool starts_checkpoints() const noexcept { return false; }
+  /// Its node hears of completed checkpoints (on_checkpoint_complete).
+  virtual bool hears_checkpoints() const noexcept { return false; }
+  /// Its node declares state (snapshot, restore).
+  virtual bool has_state() const noexcept { return false; }
 
  protected:
   virtual step_result step(std::size_t budget) = 0;
@@ -236,8 +272,10 @@ class runner_base : public resumable {
   void count_blocked(std::uint64_t since) noexcept;
 
  protected:
-  runner_settings settings_;  // immutable once the graph has started
-  bool event_time_ = false;   // idem
+  runner_settings settings_;             // immutable once the graph has started
+  bool event_time_ = false;              // idem
+  checkpointer* checkpoints_ = nullptr;  // idem (null: the graph takes no checkpoints)
+  bool restored_ended_ = false;          // idem: restored as a runner that had finished
 };
 
 /// One producer replica -> one consumer replica.
@@ -261,6 +299,13 @@ struct channel {
   std::size_t watermark_after = 0;
   bool watermark_pending = false;
   std::uint64_t watermark_in = 0;
+  // Checkpoint barriers (see the top of this header): the producer's latest
+  // (C7), and the consumer's view (C8).
+  alignas(cache_line) std::atomic<std::uint64_t> barrier{0};
+  std::atomic<std::size_t> barrier_at{0};  // elements pushed before it
+  alignas(cache_line) std::atomic<std::uint64_t> barrier_seen{0};
+  std::atomic<bool> aligning{false};  // at its barrier, waiting for the other inputs
+  std::uint64_t barrier_in = 0;       // the last barrier passed
 
   bool has_room() const noexcept { return ring.size() < ring.capacity(); }
   /// Consumer, after taking elements: wakes a producer that waits for room.

@@ -15,6 +15,7 @@
 
 #include "troupe/actor/error.hpp"
 #include "troupe/detail/channel.hpp"
+#include "troupe/detail/checkpointer.hpp"
 #include "troupe/detail/system_access.hpp"
 #include "troupe/stream/metrics.hpp"
 #include "troupe/stream/options.hpp"
@@ -46,9 +47,10 @@ struct graph_state final : shutdown_client {
   std::shared_ptr<graph_state> self;  // keeps the graph alive while a runner runs
   std::vector<std::thread> threads;
   std::chrono::steady_clock::time_point started;
-  bool registered = false;  // with the actor system, while it runs
-  bool staged = false;      // the builder numbered the stages (a graph split across processes)
-  std::size_t rank = 0;     // split: this process's rank
+  bool registered = false;                    // with the actor system, while it runs
+  bool staged = false;                        // the builder numbered the stages (a graph split across processes)
+  std::size_t rank = 0;                       // split: this process's rank
+  std::unique_ptr<checkpointer> checkpoints;  // options.checkpoint.dir set (else null)
 
   /// Starts every runner (pool) or its thread (dedicated).
   void launch(std::shared_ptr<graph_state> me);

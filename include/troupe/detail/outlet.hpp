@@ -225,6 +225,13 @@ class outlet final : public emit_target<E> {
     watermark_ = w;
     if (!parked_) store_watermark();  // else flush() stores it once the parked elements are in
   }
+  /// Checkpoint barrier `id` after everything sent so far, on every channel
+  /// (channel.hpp, C7): stored now, or by flush() once the parked elements
+  /// are in.
+  void barrier(std::uint64_t id) noexcept {
+    barrier_ = id;
+    if (!parked_) store_barrier();
+  }
 
   /// Whether send_if(v, limit) would send now.
   bool would_take(const E& v, std::size_t limit) const {
@@ -312,6 +319,7 @@ class outlet final : public emit_target<E> {
       for (auto* c : chans_) c->waiting.store(false, std::memory_order_relaxed);
     }
     if (stored_ != watermark_) store_watermark();
+    if (barrier_stored_ != barrier_) store_barrier();
     refresh_fast();
     return true;
   }
@@ -407,6 +415,21 @@ class outlet final : public emit_target<E> {
       c->watermark.store(watermark_, std::memory_order_release);
     }
     stored_ = watermark_;
+    wake_idle_consumers();
+  }
+  // C7: the pushes first, then how many there were, then the id.
+  void store_barrier() noexcept {
+    publish();
+    for (auto* c : chans_) {
+      c->barrier_at.store(c->ring.pushed_total(), std::memory_order_relaxed);
+      c->barrier.store(barrier_, std::memory_order_release);
+    }
+    barrier_stored_ = barrier_;
+    wake_idle_consumers();
+  }
+  // After a store beside the elements: the fence pairs with the one in the
+  // consumers' release (either they see the store, or we see them idle).
+  void wake_idle_consumers() noexcept {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (auto* c : chans_)
       if (!c->consumer->active()) c->consumer->wake();
@@ -416,10 +439,12 @@ class outlet final : public emit_target<E> {
   std::optional<Route> route_;                       // set by attach
   std::vector<std::pair<std::size_t, E>> overflow_;  // parked: from parked_from_ on (sent before it)
   std::size_t parked_from_ = 0;
-  bool parked_ = false;          // overflow_ holds elements (one byte for the producer's per-element test)
-  bool waiting_ = false;         // some channel's `waiting` flag is ours to clear (C3)
-  std::uint64_t watermark_ = 0;  // the latest watermark asked for
-  std::uint64_t stored_ = 0;     // the latest one stored into the channels
+  bool parked_ = false;               // overflow_ holds elements (one byte for the producer's per-element test)
+  bool waiting_ = false;              // some channel's `waiting` flag is ours to clear (C3)
+  std::uint64_t watermark_ = 0;       // the latest watermark asked for
+  std::uint64_t stored_ = 0;          // the latest one stored into the channels
+  std::uint64_t barrier_ = 0;         // the latest checkpoint barrier asked for
+  std::uint64_t barrier_stored_ = 0;  // the latest one stored into the channels
 };
 
 template <class D>
@@ -458,6 +483,9 @@ class fanout_outlet final : public emit_target<E> {
   }
   void watermark(std::uint64_t w) override {
     each([w](auto& p) { p.watermark(w); });
+  }
+  void barrier(std::uint64_t id) noexcept {
+    each([id](auto& p) { p.barrier(id); });
   }
   bool would_take(const E& v, std::size_t limit) const {
     bool all = true;
@@ -557,6 +585,7 @@ class no_outlet {
   std::uint64_t take_sent() noexcept { return 0; }
   void discard() noexcept {}
   void watermark(std::uint64_t) noexcept {}
+  void barrier(std::uint64_t) noexcept {}
 };
 
 template <class E, class Route>

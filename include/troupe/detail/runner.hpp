@@ -32,11 +32,13 @@
 #include <vector>
 
 #include "troupe/detail/assert.hpp"
+#include "troupe/detail/checkpointer.hpp"
 #include "troupe/detail/outlet.hpp"
 #include "troupe/detail/tagged.hpp"
 #include "troupe/detail/tuning.hpp"
 #include "troupe/detail/waker.hpp"
 #include "troupe/stream/node.hpp"
+#include "troupe/stream/state.hpp"
 #include "troupe/stream/watermark.hpp"
 
 namespace troupe::detail {
@@ -294,6 +296,7 @@ class runner_core : public runner_base, public input_side<InE> {
     if (cancelled()) return end(false);
     if (phase_ == phase::fresh) {
       phase_ = phase::running;
+      if (this->restored_ended_) return end(true);  // it had finished at the checkpoint
       if (!self().start_hook()) return end(false);
     }
     if (out_.blocked() && !out_.flush()) return blocked(0);
@@ -354,6 +357,7 @@ class runner_core : public runner_base, public input_side<InE> {
   step_result end(bool clean) noexcept {
     unblocked();
     if (!clean) out_.discard();
+    if (this->checkpoints_ != nullptr) ended_for_checkpoints(clean);
     publish(0, sent());
     phase_ = phase::finished;
     out_.close();
@@ -461,6 +465,96 @@ class runner_core : public runner_base, public input_side<InE> {
            c.watermark.load(std::memory_order_acquire) != c.watermark_seen.load(std::memory_order_relaxed);
   }
 
+  // ---- checkpoint barriers (checkpointing graphs only; channel.hpp, C7, C8)
+
+  /// Whether c may give elements now (not aligning); lowers `max` to what
+  /// it holds before its pending barrier, and marks it aligning when that
+  /// is nothing.
+  template <class C>
+  bool before_barrier(C& c, std::size_t& max) noexcept {
+    if (c.aligning.load(std::memory_order_relaxed)) return false;
+    const auto id = c.barrier.load(std::memory_order_acquire);
+    if (id == c.barrier_in) return true;
+    c.barrier_seen.store(id, std::memory_order_relaxed);
+    const auto left = c.barrier_at.load(std::memory_order_relaxed) - c.ring.taken_total();
+    if (left == 0) {
+      c.aligning.store(true, std::memory_order_relaxed);
+      ++aligning_;
+      return false;
+    }
+    if (left < max) max = left;
+    return true;
+  }
+  /// Every input is at its barrier or has ended (marks the ended ones).
+  bool aligned() noexcept {
+    if constexpr (!std::is_void_v<InE>) {
+      if (aligning_ == 0) return false;
+      for (auto& c : this->inputs_) {
+        if (c->aligning.load(std::memory_order_relaxed) || c->drained.load(std::memory_order_relaxed)) continue;
+        if (!(c->closed.load(std::memory_order_acquire) && c->ring.empty())) return false;
+        c->drained.store(true, std::memory_order_relaxed);
+      }
+      return true;
+    }
+    return false;
+  }
+  /// Aligned: the checkpoint of this runner (Derived::checkpoint snapshots
+  /// the node, sends the barrier on and acknowledges), then the inputs go on.
+  bool pass_barrier() noexcept {
+    if constexpr (!std::is_void_v<InE>) {
+      std::uint64_t id = 0;
+      for (auto& c : this->inputs_)
+        if (c->aligning.load(std::memory_order_relaxed))
+          id = std::max(id, c->barrier_seen.load(std::memory_order_relaxed));
+      if (!self().checkpoint(id)) return false;
+      for (auto& c : this->inputs_) {
+        if (!c->aligning.load(std::memory_order_relaxed)) continue;
+        c->barrier_in = c->barrier_seen.load(std::memory_order_relaxed);
+        c->aligning.store(false, std::memory_order_relaxed);
+      }
+      aligning_ = 0;
+    }
+    return true;
+  }
+  /// has_input's part for checkpointing runners (atomics only): a barrier
+  /// not loaded yet; an aligning channel's elements are not input.
+  bool checkpoint_input() const noexcept {
+    if constexpr (!std::is_void_v<InE>) {
+      for (auto& c : this->inputs_) {
+        if (c->barrier.load(std::memory_order_acquire) != c->barrier_seen.load(std::memory_order_relaxed)) return true;
+        if (c->aligning.load(std::memory_order_relaxed)) continue;
+        if (!c->ring.empty() ||
+            (c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)) ||
+            new_watermark(*c))
+          return true;
+      }
+    }
+    return this->cancelled();
+  }
+  /// end(): a clean end leaves the node's final state for every later
+  /// checkpoint; any end stops the checkpointer from waking this runner.
+  void ended_for_checkpoints(bool clean) noexcept {
+    std::string state;
+    if (clean && !self().final_state(state)) clean = false;
+    try {
+      this->checkpoints_->finished(this->settings_.slot, std::move(state), clean);
+    } catch (...) {
+      this->fail(std::current_exception());
+    }
+  }
+  bool final_state(std::string&) noexcept { return true; }
+  /// The default checkpoint (no node state): the barrier on, acknowledged.
+  bool checkpoint(std::uint64_t id) noexcept {
+    out_.barrier(id);
+    try {
+      this->checkpoints_->ack(id, this->settings_.slot, {});
+      return true;
+    } catch (...) {
+      this->fail(std::current_exception());
+      return false;
+    }
+  }
+
   bool start_hook() noexcept { return true; }
   bool stop_hook() noexcept { return true; }
   std::optional<step_result> stop_held(std::uint64_t) noexcept { return std::nullopt; }
@@ -478,6 +572,7 @@ class runner_core : public runner_base, public input_side<InE> {
   phase phase_ = phase::fresh;
   std::size_t cursor_ = 0;
   std::uint64_t in_watermark_ = 0;  // the input watermark applied so far
+  std::size_t aligning_ = 0;        // input channels at their barrier
 };
 
 template <class N, bool Tagged, class Next>
@@ -543,11 +638,20 @@ class runner final
     if (auto r = this->prologue()) return *r;
     if constexpr (holds)
       if (held()) return hold_park(0);  // in on_start
+    if (this->checkpoints_ != nullptr) [[unlikely]]
+      if (auto r = checkpoint_step()) return *r;
     if constexpr (is_source) return produce();
     else return drain();
   }
 
   bool has_input() const noexcept override {
+    if (this->checkpoints_ != nullptr) [[unlikely]] {
+      if constexpr (stream::checkpoint_listener<N>)
+        if (this->checkpoints_->completed() > heard_.load(std::memory_order_relaxed)) return true;
+      if constexpr (is_source)
+        return this->checkpoints_->requested() > last_barrier_.load(std::memory_order_relaxed) || this->cancelled();
+      else return this->checkpoint_input();
+    }
     if constexpr (!is_source) {
       for (auto& c : this->inputs_)
         if (!c->ring.empty() ||
@@ -559,6 +663,20 @@ class runner final
   }
 
   void entered_event_time() noexcept override { node_access::set_event_time(node_); }
+
+  void restore_state(std::string_view state, bool ended) override {
+    if constexpr (stream::stateful<N>) {
+      stream::state_reader in{state, "node '" + this->name() + "' (slot " + std::to_string(this->settings_.slot) + ")"};
+      node_.restore(in);
+      if (in.left() != 0) in.fail(std::to_string(in.left()) + " byte(s) were left unread by its restore()");
+      this->restored_ended_ = ended;
+    } else {
+      runner_base::restore_state(state, ended);
+    }
+  }
+  bool starts_checkpoints() const noexcept override { return is_source; }
+  bool hears_checkpoints() const noexcept override { return stream::checkpoint_listener<N>; }
+  bool has_state() const noexcept override { return stream::stateful<N>; }
 
  private:
   tagger_type make_tagger() noexcept {
@@ -639,6 +757,51 @@ class runner final
   }
   std::uint64_t take_markers() noexcept { return tag_.take_markers(); }
 
+  // ---- checkpoints (checkpointer.hpp)
+
+  /// At a barrier (a source: when a checkpoint is requested): the node's
+  /// state, then the barrier on to every output channel, then the ack.
+  bool checkpoint(std::uint64_t id) noexcept {
+    std::string state;
+    if (!final_state(state, id)) return false;
+    this->out_.barrier(id);
+    last_barrier_.store(id, std::memory_order_relaxed);
+    return always([&] { this->checkpoints_->ack(id, this->settings_.slot, std::move(state)); });
+  }
+  /// The node's state now (nothing for a node without), for checkpoint
+  /// `id` (0: its final state).
+  bool final_state(std::string& state, std::uint64_t id = 0) noexcept {
+    if constexpr (stream::stateful<N>) {
+      return always([&] {
+        stream::state_writer out{state, id};
+        node_.snapshot(out);
+      });
+    }
+    return true;
+  }
+  /// First in a step of a checkpointing graph: a completed checkpoint the
+  /// node hears of, a barrier a source starts; a paced source woken for one
+  /// goes back to its pause.
+  [[gnu::noinline]] std::optional<step_result> checkpoint_step() noexcept {
+    if constexpr (stream::checkpoint_listener<N>) {
+      const auto done = this->checkpoints_->completed();
+      if (done > heard_.load(std::memory_order_relaxed)) {
+        heard_.store(done, std::memory_order_relaxed);
+        if (!always([&] { node_.on_checkpoint_complete(done); })) return this->end(false);
+      }
+    }
+    if constexpr (is_source) {
+      const auto id = this->checkpoints_->requested();
+      if (id > last_barrier_.load(std::memory_order_relaxed) && !checkpoint(id)) return this->end(false);
+      if (paused_until_ != 0) {
+        if (stream::now() < paused_until_) return pause(paused_until_);
+        paused_until_ = 0;
+      }
+      if (this->out_.blocked()) return this->blocked(0);
+    }
+    return std::nullopt;
+  }
+
   /// on_start, on_stop: a failure ends the graph whatever options.on_error says.
   template <class F>
   bool always(F&& f) noexcept {
@@ -718,6 +881,7 @@ class runner final
     }
     // The timer goes first; if it fires before we have let go, the
     // re-check below sees the time has come and we keep running.
+    paused_until_ = t;  // a checkpoint may wake it sooner (checkpoint_step)
     this->wake_at(t);
     if (this->release_unless([t] { return stream::now() >= t; })) return step_result::idle;
     return step_result::more;
@@ -763,21 +927,25 @@ class runner final
 
   step_result drain() noexcept {
     if constexpr (!is_source) {
-      if (this->event_time_) return drain_pass<true>();
-      return drain_pass<false>();
+      if (this->checkpoints_ != nullptr) return drain_pass<false, true>();
+      if (this->event_time_) return drain_pass<true, false>();
+      return drain_pass<false, false>();
     }
     return step_result::more;
   }
 
-  /// Timed: watermarks can reach this runner (the loop is the same without).
-  template <bool Timed>
+  /// Timed: watermarks reach this runner; Aligned: the graph takes
+  /// checkpoints (the runner aligns barriers, and looks at event_time_ for
+  /// watermarks). The loop is the same without either.
+  template <bool Timed, bool Aligned>
   step_result drain_pass() noexcept {
     if constexpr (!is_source) {
       std::uint64_t in = 0;
       auto& inputs = this->inputs_;
       const std::size_t n = inputs.size();
+      const bool timed = Timed || (Aligned && this->event_time_);
       for (;;) {
-        if constexpr (Timed) {
+        if (timed) {
           if (!this->refresh_watermarks()) return this->end(false);
           if (this->out_.blocked()) return this->blocked(in);
         }
@@ -787,7 +955,13 @@ class runner final
           auto& ring = c.ring;
           bool failed = false;
           std::size_t max = std::min(tuning::drain_chunk, this->batch_ - in);
-          if constexpr (Timed) max = this->until_watermark(c, max);
+          if (timed) max = this->until_watermark(c, max);
+          if constexpr (Aligned) {
+            if (!this->before_barrier(c, max)) {
+              if (++this->cursor_ == n) this->cursor_ = 0;
+              continue;
+            }
+          }
           const auto got = ring.consume(max, [&](InE& v) noexcept {
             if (!take(v)) {
               failed = true;
@@ -799,13 +973,20 @@ class runner final
           in += got;
           if (got != 0) any = true;
           if (failed) return this->end(false);
-          if constexpr (Timed)
+          if (timed)
             if (!this->took(c, got)) return this->end(false);
           if constexpr (holds)
             if (held()) return hold_park(in);
           if (this->out_.blocked()) return this->blocked(in);
           if (in == this->batch_) return this->more(in);
           if (++this->cursor_ == n) this->cursor_ = 0;
+        }
+        if constexpr (Aligned) {
+          if (this->aligned()) {
+            if (!this->pass_barrier()) return this->end(false);
+            if (this->out_.blocked()) return this->blocked(in);
+            continue;
+          }
         }
         if (any) continue;
         if (this->inputs_ended()) return this->input_ended(in);
@@ -834,7 +1015,10 @@ class runner final
   }
 
   N node_;
-  std::shared_ptr<runner_waker> waker_;  // a node that holds
+  std::atomic<std::uint64_t> last_barrier_{0};  // the last checkpoint this runner took part in
+  std::atomic<std::uint64_t> heard_{0};         // the last completed checkpoint its node heard of
+  std::uint64_t paused_until_ = 0;              // a paced source: when its pause ends (0: none)
+  std::shared_ptr<runner_waker> waker_;         // a node that holds
   tagger_type tag_;
   stamper_type stamp_;
   std::uint64_t markers_seen_ = 0;
@@ -869,6 +1053,10 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
   // a pop, which only this stage does) or an element in an empty channel is.
   bool has_input() const noexcept override {
     for (auto& c : this->inputs_) {
+      if (this->checkpoints_ != nullptr) {
+        if (c->barrier.load(std::memory_order_acquire) != c->barrier_seen.load(std::memory_order_relaxed)) return true;
+        if (c->aligning.load(std::memory_order_relaxed)) continue;
+      }
       const bool empty = c->ring.empty();
       if (!empty && c->stuck.load(std::memory_order_relaxed) == 0) return true;
       if (empty && c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed))
@@ -895,9 +1083,13 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
       }
       bool any = false;
       for (auto& c : this->inputs_) {
+        std::size_t limit = SIZE_MAX;  // elements before its barrier
+        if (this->checkpoints_ != nullptr && !this->before_barrier(*c, limit)) continue;
         auto& ring = c->ring;
         bool stuck = false;
-        while (auto* e = ring.front()) {
+        for (; limit != 0; --limit) {
+          auto* e = ring.front();
+          if (e == nullptr) break;
           if (!due(e->seq)) {
             TROUPE_ASSERT(e->seq > expected_, "an ordered farm's element arrived twice");
             stuck = true;
@@ -913,6 +1105,11 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
         c->stuck.store(stuck ? 1 : 0, std::memory_order_relaxed);
         if (this->out_.blocked()) return this->blocked(in);
         if (in >= this->batch_) return this->more(in);
+      }
+      if (this->checkpoints_ != nullptr && this->aligned()) {
+        if (!this->pass_barrier()) return this->end(false);
+        if (this->out_.blocked()) return this->blocked(in);
+        continue;
       }
       if (any) continue;
       if (this->inputs_ended()) return this->input_ended(in);

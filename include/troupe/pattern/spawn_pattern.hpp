@@ -159,6 +159,10 @@ stream::graph spawn_pattern(actor_system& sys, const P& pattern, stream::options
     constexpr bool answers = !std::is_void_v<In> && !std::is_void_v<Out>;
     namespace d = detail;
     detail::check_options(opts);
+    if (!std::is_void_v<In> && !opts.checkpoint.dir.empty())
+      throw std::invalid_argument{
+          "stream options: checkpoints need a graph that starts with a source (a replayable one); this one is fed by "
+          "an entry actor"};
     auto st = std::make_shared<d::graph_state>(sys, std::move(opts));
     auto& o = st->opts;
     auto b = d::make_builder(*st);
@@ -210,6 +214,8 @@ stream::graph spawn_split(actor_system& sys, const P& pattern, peers& where, std
   } else {
     namespace d = detail;
     d::check_options(opts);
+    if (!opts.checkpoint.dir.empty())
+      throw std::invalid_argument{"stream options: a graph split across processes does not take checkpoints yet"};
     if (cfg.batch == 0 || (cfg.window != 0 && cfg.window < cfg.batch) || (cfg.window == 0 && cfg.window_bytes == 0))
       throw std::invalid_argument(
           "troupe: the edges of a split graph need 0 < batch <= window, or a window in bytes (batch " +

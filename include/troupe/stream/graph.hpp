@@ -94,6 +94,9 @@ class graph {
   /// Elements dropped under failure::skip so far.
   std::uint64_t failed() const noexcept { return st_->failed.load(std::memory_order_relaxed); }
   graph_metrics metrics() const { return st_->metrics(); }
+  /// A graph with a checkpoint directory: the checkpoint it resumed from
+  /// (0: none) and the newer ones it could not use.
+  stream::recovery recovery() const { return st_->checkpoints ? st_->checkpoints->info() : stream::recovery{}; }
 
  private:
   void rethrow() const {

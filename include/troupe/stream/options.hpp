@@ -17,9 +17,11 @@
 // element).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "troupe/actor/actor.hpp"
 #include "troupe/actor/error.hpp"
@@ -34,6 +36,21 @@ enum class failure {
   skip,    ///< drop the element, report it, go on
 };
 
+/// Checkpoints of the nodes' state (stream/checkpoint.hpp): off unless
+/// `dir` is set. A graph started with a directory that holds a completed
+/// checkpoint resumes from the last one.
+struct checkpoint_options {
+  std::string dir{};                         ///< the job's checkpoint directory ("": no checkpoints)
+  std::chrono::milliseconds interval{1000};  ///< from the end of one checkpoint to the start of the next
+  std::size_t keep = 2;                      ///< completed checkpoints kept (at least 1)
+};
+
+/// How a graph with a checkpoint directory started (graph::recovery()).
+struct recovery {
+  std::uint64_t restored = 0;          ///< the checkpoint it resumed from (0: it started afresh)
+  std::vector<std::string> skipped{};  ///< why newer checkpoint files were not used (corrupt, partial)
+};
+
 struct options {
   std::size_t capacity =
       troupe::detail::tuning::channel_capacity;       ///< slots per channel (rounded up to a power of two)
@@ -46,6 +63,7 @@ struct options {
   std::string metrics_json{};  ///< file the final metrics are written to ("" = none)
   std::size_t latency_sample =
       troupe::detail::tuning::latency_sample;  ///< sinks measure one stamped element in this many
+  checkpoint_options checkpoint{};             ///< fault tolerance (stream/checkpoint.hpp)
 };
 
 /// Sent to a graph's entry: its input has ended.

@@ -47,6 +47,7 @@ enum class errc : std::uint8_t {
   remote_unreachable,
   edge_lost,         ///< a stream edge to another process broke: its peer was lost or failed
   invalid_argument,  ///< a malformed argument or setting (affinity, config, command line)
+  checkpoint,        ///< a stream checkpoint could not be written, read or restored
 };
 
 /// The name of a core code ("request_timeout"); "unknown" for a value that

@@ -111,6 +111,10 @@ class spsc_ring {
   bool group_due() const noexcept { return next_ >= publish_at_; }
   /// Producer. Values pushed (published or not) and not yet consumed.
   std::size_t pushed_size() const noexcept { return next_ - head_.load(std::memory_order_acquire); }
+  /// Producer. Values pushed since the ring was made (published or not).
+  std::size_t pushed_total() const noexcept { return next_; }
+  /// Consumer. Values taken since the ring was made.
+  std::size_t taken_total() const noexcept { return head_.load(std::memory_order_relaxed); }
 
   /// Consumer. The oldest value, or nullptr when empty; valid until pop().
   T* front() noexcept {

@@ -1,0 +1,411 @@
+// Checkpoints of stream graphs in one process (stream/checkpoint.hpp): the
+// state format, barriers aligned over several inputs, recovery after a
+// graph is stopped mid-run (cancel stands for a crash here: no on_stop, no
+// commit), the two-phase file sink, and the checkpoint files a graph must
+// skip or refuse. Killed processes: tests/checkpoint_process_test.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "troupe/troupe.hpp"
+
+namespace {
+
+namespace st = troupe::stream;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+/// A fresh, empty directory under the test's temporary directory.
+std::string fresh_dir(const std::string& name) {
+  const auto p = fs::path{::testing::TempDir()} / ("troupe_checkpoint_" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+std::vector<fs::path> checkpoint_files(const std::string& dir) {
+  std::vector<fs::path> out;
+  for (auto& e : fs::directory_iterator{dir})
+    if (e.path().extension() == ".troupe") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Waits (bounded) until `dir` holds at least `n` checkpoint files.
+bool wait_for_checkpoints(const std::string& dir, std::size_t n, const st::graph& g) {
+  for (int i = 0; i < 3000; ++i) {
+    if (checkpoint_files(dir).size() >= n) return true;
+    if (g.done()) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+/// Stops g as a crash would for its checkpoints: no on_stop, no commit, the
+/// checkpoint files stay.
+void stop_like_a_crash(const st::graph& g) {
+  g.cancel();
+  g.wait();
+  EXPECT_TRUE(g.cancelled());
+}
+
+/// A replayable source of `n` numbers from `first`, `per_ms` of them per
+/// millisecond (so that a run spans many checkpoints).
+struct paced_numbers : st::replayable_source<std::int64_t> {
+  std::int64_t first = 0, n = 0, per_ms = 50;
+  std::int64_t next = 0;
+  std::uint64_t started = 0;
+  paced_numbers(std::int64_t f, std::int64_t count, std::int64_t rate) : first{f}, n{count}, per_ms{rate} {}
+  void on_start() { started = st::now(); }
+  bool produce() {
+    if (next == n) return false;
+    const auto due = started + static_cast<std::uint64_t>(next / per_ms) * 1'000'000;
+    if (st::now() < due) {
+      pause_until(due);
+      return true;
+    }
+    send_next(first + next++);
+    return true;
+  }
+  std::uint64_t position() const override { return static_cast<std::uint64_t>(next); }
+  void seek(const std::uint64_t& p) override { next = static_cast<std::int64_t>(p); }
+};
+
+/// Sums per key (x % 7) and counts per input parity; emits nothing until
+/// the end, then one line per key.
+struct keyed_sums : st::node<std::int64_t, std::string> {
+  std::map<std::int64_t, std::int64_t> sums;
+  std::uint64_t seen = 0;
+  void consume(std::int64_t& x) {
+    sums[x % 7] += x;
+    ++seen;
+  }
+  void on_stop() {
+    for (auto& [k, v] : sums) send_next(std::to_string(k) + " " + std::to_string(v));
+    send_next("seen " + std::to_string(seen));
+  }
+  void snapshot(st::state_writer& out) const {
+    out.write(sums);
+    out.write(seen);
+  }
+  void restore(st::state_reader& in) {
+    in.read(sums);
+    in.read(seen);
+  }
+};
+
+auto numbers_pipeline(const std::string& out, std::int64_t n) {
+  return troupe::pipeline{paced_numbers{0, n, 40}, st::map([](std::int64_t x) { return x * 3; }), keyed_sums{},
+                          st::file_sink(out)};
+}
+
+// ---- the state format
+
+struct point {
+  std::int32_t x = 0, y = 0;
+  void save(st::state_writer& out) const {
+    out.write(x);
+    out.write(y);
+  }
+  void load(st::state_reader& in) {
+    in.read(x);
+    in.read(y);
+  }
+  bool operator==(const point&) const = default;
+};
+
+TEST(checkpoint_state, nested_values_come_back_as_written) {
+  std::map<std::string, std::vector<point>> m{{"a", {{1, 2}, {3, 4}}}, {"", {}}};
+  std::optional<std::tuple<int, std::string>> o{{7, "seven"}};
+  std::vector<double> d{1.5, -2.25};
+  std::set<std::uint16_t> s{3, 1, 2};
+  std::string bytes;
+  st::state_writer w{bytes, 9};
+  EXPECT_EQ(w.checkpoint(), 9u);
+  w.write(m);
+  w.write(o);
+  w.write(d);
+  w.write(s);
+  st::state_reader r{bytes, "test"};
+  decltype(m) m2;
+  decltype(o) o2;
+  decltype(d) d2;
+  decltype(s) s2;
+  r.read(m2);
+  r.read(o2);
+  r.read(d2);
+  r.read(s2);
+  EXPECT_EQ(m2, m);
+  EXPECT_EQ(o2, o);
+  EXPECT_EQ(d2, d);
+  EXPECT_EQ(s2, s);
+  EXPECT_EQ(r.left(), 0u);
+}
+
+TEST(checkpoint_state, a_short_or_lying_state_is_an_error_naming_the_node) {
+  std::string bytes;
+  st::state_writer w{bytes};
+  w.write(std::string{"hello"});
+  st::state_reader cut{std::string_view{bytes}.substr(0, bytes.size() - 1), "node 'counter' (slot 3)"};
+  std::string s;
+  try {
+    cut.read(s);
+    FAIL() << "a cut state was read";
+  } catch (const st::checkpoint_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("node 'counter' (slot 3)"), std::string::npos) << e.what();
+    EXPECT_EQ(e.error(), troupe::errc::checkpoint);
+  }
+  std::string huge;
+  st::state_writer{huge}.write(std::uint64_t{1} << 60);  // a length with nothing behind it
+  st::state_reader lying{huge, "x"};
+  std::vector<int> v;
+  EXPECT_THROW(lying.read(v), st::checkpoint_error);
+}
+
+// ---- recovery in one process
+
+TEST(checkpoint, a_graph_stopped_mid_run_and_started_again_gives_the_output_of_a_run_without_failures) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("recover");
+  const std::int64_t n = 30'000;
+  // The reference: no checkpoints, no failure.
+  const auto expected_path = dir + "/expected.txt";
+  spawn_pattern(sys, numbers_pipeline(expected_path, n)).wait();
+  const auto expected = read_file(expected_path);
+  ASSERT_FALSE(expected.empty());
+
+  const auto out = dir + "/out.txt";
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  // Three interrupted runs, then one to the end.
+  std::uint64_t last_restored = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto g = spawn_pattern(sys, numbers_pipeline(out, n), with);
+    EXPECT_GE(g.recovery().restored, last_restored);
+    last_restored = g.recovery().restored;
+    ASSERT_TRUE(wait_for_checkpoints(dir + "/ckpt", 1, g)) << "attempt " << attempt;
+    std::this_thread::sleep_for(std::chrono::milliseconds{15 * (attempt + 1)});
+    stop_like_a_crash(g);
+  }
+  auto g = spawn_pattern(sys, numbers_pipeline(out, n), with);
+  EXPECT_GT(g.recovery().restored, 0u) << "the last run resumed from a checkpoint";
+  g.wait();
+  EXPECT_EQ(read_file(out), expected);
+  EXPECT_TRUE(checkpoint_files(dir + "/ckpt").empty()) << "a job that ended normally keeps no checkpoints";
+  for (auto& e : fs::directory_iterator{dir})
+    EXPECT_EQ(e.path().string().find(".part-"), std::string::npos) << "a part file is left: " << e.path();
+}
+
+/// A sink that counts what it got from each producer replica (by value:
+/// replica r sends r * 1'000'000 + i).
+struct per_source_counts : st::node<std::int64_t, void> {
+  static constexpr const char* kind = "per_source_counts";
+  std::vector<std::int64_t> counts = std::vector<std::int64_t>(3, 0);
+  void consume(std::int64_t& x) { ++counts[static_cast<std::size_t>(x / 1'000'000)]; }
+  void snapshot(st::state_writer& out) const { out.write(counts); }
+  void restore(st::state_reader& in) { in.read(counts); }
+};
+
+/// Each replica of a farm of sources sends its own numbers, at its own pace.
+struct replica_numbers : st::replayable_source<std::int64_t> {
+  static constexpr const char* kind = "replica_numbers";
+  std::int64_t n = 0, next = 0;
+  std::uint64_t started = 0;
+  explicit replica_numbers(std::int64_t count) : n{count} {}
+  void on_start() { started = st::now(); }
+  bool produce() {
+    if (next == n) return false;
+    const auto per_ms = static_cast<std::int64_t>(10 + 25 * replica_index());  // different speeds
+    const auto due = started + static_cast<std::uint64_t>(next / per_ms) * 1'000'000;
+    if (st::now() < due) {
+      pause_until(due);
+      return true;
+    }
+    send_next(static_cast<std::int64_t>(replica_index()) * 1'000'000 + next++);
+    return true;
+  }
+  std::uint64_t position() const override { return static_cast<std::uint64_t>(next); }
+  void seek(const std::uint64_t& p) override { next = static_cast<std::int64_t>(p); }
+};
+
+/// A checkpoint file's states by slot (format version 1, docs/fault-tolerance.md).
+std::map<std::string, std::vector<std::string>> states_by_name(const fs::path& file) {
+  const auto bytes = read_file(file.string());
+  st::state_reader r{std::string_view{bytes}.substr(12, bytes.size() - 16), file.string()};
+  r.read<std::uint64_t>();  // id
+  const auto n = r.read<std::uint64_t>();
+  std::map<std::string, std::vector<std::string>> out;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    r.read<std::uint64_t>();
+    r.read<std::uint8_t>();
+    const auto name = r.read<std::string>();
+    out[name].push_back(r.read_bytes());
+  }
+  return out;
+}
+
+TEST(checkpoint, a_node_with_several_inputs_snapshots_exactly_what_came_before_every_barrier) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("aligned");
+  const std::int64_t n = 6'000;
+  auto g = spawn_pattern(sys, troupe::pipeline{troupe::farm{replica_numbers{n}, 3}, per_source_counts{}},
+                         {.capacity = 64, .checkpoint = {.dir = dir, .interval = 5ms, .keep = 1000}});
+  ASSERT_TRUE(wait_for_checkpoints(dir, 3, g));
+  stop_like_a_crash(g);  // keeps the files
+  const auto files = checkpoint_files(dir);
+  ASSERT_GE(files.size(), 3u);
+  for (const auto& f : files) {
+    auto states = states_by_name(f);
+    const auto& sources = states["replica_numbers"];
+    ASSERT_EQ(sources.size(), 3u) << f;
+    std::vector<std::int64_t> positions;
+    for (const auto& s : sources)
+      positions.push_back(static_cast<std::int64_t>(st::state_reader{s, "source"}.read<std::uint64_t>()));
+    const auto& sink = states["per_source_counts"];
+    ASSERT_EQ(sink.size(), 1u);
+    st::state_reader r{sink[0], "sink"};
+    auto counts = r.read<std::vector<std::int64_t>>();
+    // The file lists nodes by slot, not by replica: the sources run at
+    // different speeds, so their positions tell them apart.
+    std::sort(counts.begin(), counts.end());
+    std::sort(positions.begin(), positions.end());
+    EXPECT_EQ(counts, positions) << "in " << f << ": the sink counted what its sources had sent before the barrier";
+  }
+}
+
+// ---- the files a graph skips or refuses
+
+TEST(checkpoint, a_corrupt_newest_checkpoint_is_skipped_for_the_one_before_it) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("corrupt");
+  const auto out = dir + "/out.txt";
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 5ms, .keep = 2}};
+  {
+    auto g = spawn_pattern(sys, numbers_pipeline(out, 30'000), with);
+    ASSERT_TRUE(wait_for_checkpoints(dir + "/ckpt", 2, g));
+    stop_like_a_crash(g);
+  }
+  auto files = checkpoint_files(dir + "/ckpt");
+  ASSERT_GE(files.size(), 2u);
+  {
+    std::fstream f{files.back(), std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(20);
+    f.put('\x7f');
+  }
+  auto g = spawn_pattern(sys, numbers_pipeline(out, 30'000), with);
+  const auto rec = g.recovery();
+  stop_like_a_crash(g);
+  ASSERT_EQ(rec.skipped.size(), 1u);
+  EXPECT_NE(rec.skipped[0].find("checksum"), std::string::npos) << rec.skipped[0];
+  EXPECT_NE(rec.skipped[0].find(files.back().filename().string()), std::string::npos) << rec.skipped[0];
+  const auto older = files[files.size() - 2].filename().string();
+  EXPECT_EQ(rec.restored, std::stoull(older.substr(4, 20)));
+}
+
+TEST(checkpoint, a_checkpoint_of_another_format_version_or_graph_is_refused_with_a_clear_error) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("version");
+  const auto out = dir + "/out.txt";
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 5ms}};
+  {
+    auto g = spawn_pattern(sys, numbers_pipeline(out, 30'000), with);
+    ASSERT_TRUE(wait_for_checkpoints(dir + "/ckpt", 1, g));
+    stop_like_a_crash(g);
+  }
+  // Another graph over the same directory.
+  try {
+    spawn_pattern(sys, troupe::pipeline{paced_numbers{0, 10, 1}, st::sink([](std::int64_t) {})}, with);
+    FAIL() << "another graph resumed from the checkpoint";
+  } catch (const st::checkpoint_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("another graph"), std::string::npos) << e.what();
+  }
+  // Another format version.
+  for (const auto& f : checkpoint_files(dir + "/ckpt")) {
+    std::fstream io{f, std::ios::in | std::ios::out | std::ios::binary};
+    io.seekp(8);
+    const std::uint32_t v = 99;
+    io.write(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  try {
+    spawn_pattern(sys, numbers_pipeline(out, 30'000), with);
+    FAIL() << "a checkpoint of format version 99 was used";
+  } catch (const st::checkpoint_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("format version 99"), std::string::npos) << e.what();
+  }
+}
+
+TEST(checkpoint, graphs_that_cannot_take_checkpoints_are_refused_at_spawn) {
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  const auto dir = fresh_dir("refused");
+  const st::options with{.checkpoint = {.dir = dir}};
+  // A source that keeps no position.
+  EXPECT_THROW(spawn_pattern(sys,
+                             troupe::pipeline{st::source([i = 0]() mutable -> std::optional<int> {
+                                                if (i == 3) return std::nullopt;
+                                                return i++;
+                                              }),
+                                              st::sink([](int) {})},
+                             with),
+               std::invalid_argument);
+  // A graph fed by an entry actor.
+  EXPECT_THROW(spawn_pattern(sys, st::sink([](int) {}), with), std::invalid_argument);
+  st::options bad = with;
+  bad.checkpoint.interval = 0ms;
+  EXPECT_THROW(spawn_pattern(sys, numbers_pipeline(dir + "/o.txt", 10), bad), std::invalid_argument);
+}
+
+// ---- the two-phase file sink on its own
+
+TEST(checkpoint_file_sink, what_a_completed_checkpoint_pre_committed_survives_a_crash_once) {
+  const auto dir = fresh_dir("sink");
+  const auto path = dir + "/out.txt";
+  std::string state;
+  {
+    st::file_sink s{path};
+    s.on_start();
+    std::string a = "a", b = "b", c = "c";
+    s.consume(a);
+    s.consume(b);
+    st::state_writer w{state, 1};
+    s.snapshot(w);  // pre-commit: a, b
+    s.consume(c);   // after the barrier: lost with the crash
+    EXPECT_EQ(read_file(path), "") << "nothing is committed before the checkpoint completes";
+  }  // the crash: no on_stop
+  for (int rerun = 0; rerun < 2; ++rerun) {  // recovery itself may be cut short and redone
+    st::file_sink s{path};
+    st::state_reader r{state, "sink"};
+    s.restore(r);
+    s.on_start();  // commits what checkpoint 1 pre-committed, drops the rest
+    EXPECT_EQ(read_file(path), "a\nb\n");
+  }
+  st::file_sink s{path};
+  st::state_reader r{state, "sink"};
+  s.restore(r);
+  s.on_start();
+  std::string d = "d";
+  s.consume(d);
+  s.on_stop();
+  EXPECT_EQ(read_file(path), "a\nb\nd\n");
+  for (auto& e : fs::directory_iterator{dir})
+    EXPECT_EQ(e.path().string().find(".part-"), std::string::npos) << "a part file is left: " << e.path();
+}
+
+}  // namespace
