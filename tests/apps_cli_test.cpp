@@ -15,6 +15,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -567,3 +568,68 @@ TEST_F(apps_split, bad_split_flags_are_named) {
 }
 
 #endif
+
+// ---- checkpoints: killed runs, rerun with the same flags (docs/fault-tolerance.md)
+
+/// An application killed (SIGKILL) at random points, each time rerun with
+/// the same flags, then run to its end: its --output must be byte for byte
+/// that of a run without failures. The kills fall anywhere in a run: at
+/// start-up and recovery, between and during checkpoint writes, near the end.
+class apps_chaos : public apps_cli_binary {
+ protected:
+  void killed_and_rerun(const std::string& app, std::vector<std::string> args, int kills_wanted) {
+    auto with = [&](std::vector<std::string> more) {
+      auto all = args;
+      all.insert(all.end(), more.begin(), more.end());
+      return all;
+    };
+    const auto started = std::chrono::steady_clock::now();
+    auto ref = run(app, with({"--output", path("expected.txt")}));
+    ASSERT_EQ(ref.code, 0) << ref.err;
+    const auto span = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    const auto flags =
+        with({"--output", path("out.txt"), "--checkpoint-dir", path("ckpt"), "--checkpoint-interval", "15"});
+    std::mt19937 rng{std::random_device{}()};
+    std::uniform_int_distribution<long> when{0, std::max<long>(30, span.count())};
+    int kills = 0, resumed = 0;
+    for (int attempt = 0; attempt < 4 * kills_wanted && kills < kills_wanted; ++attempt) {
+      child c{app, flags, dir_};
+      std::this_thread::sleep_for(std::chrono::milliseconds{when(rng)});
+      ::kill(c.pid(), SIGKILL);
+      ASSERT_TRUE(c.wait());
+      if (c.exit_code() == -1) ++kills;
+      else EXPECT_EQ(c.exit_code(), 0) << c.err();  // it had ended before the kill
+      if (c.err().find("resumed from checkpoint") != std::string::npos) ++resumed;
+    }
+    EXPECT_EQ(kills, kills_wanted);
+    child last{app, flags, dir_};
+    ASSERT_TRUE(last.wait());
+    EXPECT_EQ(last.exit_code(), 0) << last.err();
+    if (last.err().find("resumed from checkpoint") != std::string::npos) ++resumed;
+    EXPECT_GT(resumed, 0) << "no run resumed from a checkpoint: the kills fell too early or too late";
+    const auto expected = slurp(path("expected.txt")), got = slurp(path("out.txt"));
+    EXPECT_FALSE(expected.empty());
+    EXPECT_TRUE(got == expected) << "the output after " << kills << " kills differs from a run without failures ("
+                                 << got.size() << " bytes against " << expected.size() << ")";
+    for (auto& e : fs::directory_iterator{dir_})
+      EXPECT_EQ(e.path().string().find(".part-"), std::string::npos) << "a part file is left: " << e.path();
+  }
+};
+
+TEST_F(apps_chaos, fd_killed_20_times_and_rerun_writes_the_output_of_a_run_without_failures) {
+  ASSERT_EQ(run("fd", {"--generate", path("tx.txt"), "--lines", "100000"}).code, 0);
+  killed_and_rerun("fd", {"--input", path("tx.txt"), "--passes", "20"}, 20);
+}
+
+TEST_F(apps_chaos, wc_killed_20_times_and_rerun_writes_the_output_of_a_run_without_failures) {
+  killed_and_rerun("wc", {"--passes", "30"}, 20);
+}
+
+TEST_F(apps_chaos, checkpoint_flags_are_checked) {
+  auto r = run("wc", {"--checkpoint-dir", path("c"), "--duration", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--checkpoint-dir: needs --passes"), std::string::npos) << r.err;
+  r = run("wc", {"--checkpoint-dir", path("c"), "--passes", "1", "--checkpoint-interval", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--checkpoint-interval"), std::string::npos) << r.err;
+}

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -63,6 +64,7 @@ class replay_source : public troupe::stream::node<void, T> {
         duration_ns_{duration_ns(c.duration)},
         rate_{c.rate},
         passes_{c.passes},
+        stops_{c.checkpoint_dir.empty()},
         prepare_{std::move(prepare)} {}
 
   void on_start() { start_ = troupe::stream::now(); }
@@ -71,7 +73,7 @@ class replay_source : public troupe::stream::node<void, T> {
     const auto n = data_->size();
     if (passes_ != 0 && pass_ == passes_) return false;
     if ((sent_ & 63) == 0 || rate_ > 0) {
-      if (stop_requested()) return false;
+      if (stops_ && stop_requested()) return false;
       const auto t = troupe::stream::now();
       const auto elapsed = t - start_;
       if (duration_ns_ != 0 && elapsed >= duration_ns_) return false;
@@ -97,6 +99,20 @@ class replay_source : public troupe::stream::node<void, T> {
     return true;
   }
 
+  // Its position, for checkpoints (--checkpoint-dir). A restarted paced
+  // source catches up at full speed.
+  void snapshot(troupe::stream::state_writer& out) const {
+    out.write(pos_);
+    out.write(pass_);
+    out.write(sent_);
+  }
+  void restore(troupe::stream::state_reader& in) {
+    in.read(pos_);
+    in.read(pass_);
+    in.read(sent_);
+    if (pos_ >= data_->size()) in.fail("a position past the input's " + std::to_string(data_->size()) + " tuples");
+  }
+
  private:
   // A paced source sleeps at most this long between checks (a slow rate).
   static constexpr double max_pause_ns = 100e6;
@@ -109,6 +125,7 @@ class replay_source : public troupe::stream::node<void, T> {
   std::uint64_t duration_ns_;
   double rate_;
   std::uint64_t passes_;
+  bool stops_;  // ends at stop_requested() (with checkpoints the run is cancelled instead)
   Prepare prepare_;
   std::uint64_t start_ = 0, sent_ = 0, pass_ = 0;
   std::size_t pos_ = 0;
@@ -125,6 +142,53 @@ class output_file {
  private:
   std::mutex mtx_;
   std::unique_ptr<std::ofstream> out_;
+};
+
+/// The base of an application's sink: its lines go to --output (one file
+/// shared by the replicas), or, with --checkpoint-dir, exactly once through a
+/// stream::file_sink of each replica's own (the first writes --output, the
+/// others --output.N).
+template <class In>
+class app_sink : public troupe::stream::node<In, void> {
+ public:
+  static constexpr const char* kind = "sink";
+  output_file* out = nullptr;
+  std::string exactly_once;  // --output with --checkpoint-dir (else "")
+
+  void on_start() {
+    if (exactly_once.empty()) return;
+    ensure();
+    tx_->on_start();
+  }
+  void on_stop() {
+    if (tx_) tx_->on_stop();
+  }
+  void snapshot(troupe::stream::state_writer& w) {
+    if (tx_) tx_->snapshot(w);
+  }
+  void restore(troupe::stream::state_reader& r) {
+    if (exactly_once.empty()) return;
+    ensure();
+    tx_->restore(r);
+  }
+  void on_checkpoint_complete(std::uint64_t id) {
+    if (tx_) tx_->on_checkpoint_complete(id);
+  }
+
+ protected:
+  bool writes() const noexcept { return tx_.has_value() || out->enabled(); }
+  void line(std::string s) {
+    if (tx_) tx_->consume(s);
+    else out->line(s);
+  }
+
+ private:
+  void ensure() {
+    if (!tx_)
+      tx_.emplace(this->replica_index() == 0 ? exactly_once
+                                             : exactly_once + "." + std::to_string(this->replica_index()));
+  }
+  std::optional<troupe::stream::file_sink> tx_;
 };
 
 /// The figures of a finished run.
@@ -228,11 +292,21 @@ class metrics_server {
 
 /// Serves `g` (--metrics-port) and shows its progress (--progress) until it
 /// ends; its metrics then.
+/// With --checkpoint-dir, SIGINT and SIGTERM cancel the graph instead of
+/// draining it: the checkpoints stay, and the same command resumes.
 inline troupe::stream::graph_metrics watch_to_end(const std::string& app, const cli& c, metrics_server& served,
                                                   const troupe::stream::graph& g) {
   served.watch(g);
   std::unique_ptr<progress_line> progress;
   if (c.progress) progress = std::make_unique<progress_line>(app, g);
+  if (!c.checkpoint_dir.empty()) {
+    const auto r = g.recovery();
+    for (auto& why : r.skipped) std::cerr << app << ": skipped " << why << '\n';
+    if (r.restored != 0)
+      std::cerr << app << ": resumed from checkpoint " << r.restored << " in " << c.checkpoint_dir << '\n';
+    while (!g.wait_for(std::chrono::milliseconds{50}))
+      if (stop_requested()) g.cancel();
+  }
   g.wait();
   progress.reset();
   return g.metrics();
@@ -266,6 +340,12 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
   troupe::stream::options o;
   o.batch = c.batch;
   o.latency_sample = 1;
+  if (!c.checkpoint_dir.empty()) {
+    if (split_requested(c))
+      throw usage_error("--checkpoint-dir: a run split across processes (--peers) takes no checkpoints yet");
+    o.checkpoint = {.dir = c.checkpoint_dir,
+                    .interval = std::chrono::milliseconds{static_cast<std::int64_t>(c.checkpoint_interval_ms)}};
+  }
   if (split_requested(c)) {
 #if TROUPE_APPS_NET
     return run_split(sys, app, pattern, c, operators, malformed, o);

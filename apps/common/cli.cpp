@@ -46,6 +46,10 @@ constexpr common_flag common_flags[] = {
     {"metrics-port", "PORT", "none",
      "serve live metrics while it runs: Prometheus text at /metrics and a dashboard at / on 127.0.0.1:PORT (0: any "
      "free port; the address is printed)"},
+    {"checkpoint-dir", "PATH", "none",
+     "take checkpoints there; rerun the same command after a crash to resume from the last one, with --output "
+     "written exactly once (needs --passes; docs/fault-tolerance.md)"},
+    {"checkpoint-interval", "MS", "1000", "milliseconds between checkpoints (with --checkpoint-dir)"},
 };
 
 bool is_common(const std::string& name) {
@@ -181,6 +185,11 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
       c.output = value;
     } else if (name == "metrics-port") {
       c.metrics_port = static_cast<int>(parse_whole(flag, value, 0, 65535));
+    } else if (name == "checkpoint-dir") {
+      if (value.empty()) throw usage_error("--checkpoint-dir: expected a path, got ''");
+      c.checkpoint_dir = value;
+    } else if (name == "checkpoint-interval") {
+      c.checkpoint_interval_ms = parse_whole(flag, value, 1, 24ULL * 3600 * 1000);
     } else if (name == "parallelism") {
       c.parallelism.clear();
       std::stringstream in{value};
@@ -199,6 +208,10 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
       c.extra[name] = value;
     }
   }
+  if (!c.checkpoint_dir.empty() && (duration_given || c.passes == 0))
+    throw usage_error(
+        "--checkpoint-dir: needs --passes N and no --duration (a run that ends after a time could not be resumed "
+        "to the same end)");
   if (!duration_given && c.passes == 0) c.duration = 10;
   return c;
 }

@@ -85,6 +85,14 @@ struct predictor : st::node<transaction, transaction> {
   struct recent {
     std::array<std::uint8_t, window> s{};
     std::size_t n = 0;  // states seen (the last `window` are kept, oldest first)
+    void save(st::state_writer& out) const {
+      out.write(s);
+      out.write(n);
+    }
+    void load(st::state_reader& in) {
+      in.read(s);
+      in.read(n);
+    }
   };
   std::unordered_map<std::string, recent> customers;
   void consume(transaction& t) {
@@ -101,6 +109,8 @@ struct predictor : st::node<transaction, transaction> {
     t.score = miss / (window - 1);
     if (t.score > threshold) send_next(std::move(t));
   }
+  void snapshot(st::state_writer& out) const { out.write(customers); }
+  void restore(st::state_reader& in) { in.read(customers); }
 };
 
 struct outliers {
@@ -108,16 +118,14 @@ struct outliers {
   std::set<std::string> ids;
 };
 
-struct sink : st::node<transaction, void> {
-  static constexpr const char* kind = "sink";
-  output_file* out = nullptr;
+struct sink : app_sink<transaction> {
   std::shared_ptr<outliers> found;  // null: the ids are not kept (benchmarks)
   void consume(const transaction& t) {
     if (found) {
       std::lock_guard<std::mutex> guard{found->mtx};
       found->ids.insert(t.id);
     }
-    if (out->enabled()) out->line(std::string{t.customer} + ',' + t.id + ',' + std::to_string(t.score));
+    if (writes()) line(std::string{t.customer} + ',' + t.id + ',' + std::to_string(t.score));
   }
 };
 
@@ -130,12 +138,13 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   auto data =
       load<transaction>(lines, [&m](const std::string& l, transaction& t) { return parse(l, m, t); }, malformed);
   name_for_network<transaction>("fd.transaction");
-  output_file out{c.output};
+  output_file out{c.checkpoint_dir.empty() ? c.output : std::string{}};
   auto found = std::make_shared<outliers>();
   predictor pred;
   pred.m = &m;
   sink snk;
   snk.out = &out;
+  if (!c.checkpoint_dir.empty()) snk.exactly_once = c.output;
   if (keep) snk.found = found;
   outcome r{run_graph(sys, "fd",
                       troupe::pipeline{troupe::farm{replay_source<transaction>{data, c}, c.replicas(0)},
