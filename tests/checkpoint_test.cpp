@@ -214,6 +214,33 @@ TEST(checkpoint, a_graph_stopped_mid_run_and_started_again_gives_the_output_of_a
     EXPECT_EQ(e.path().string().find(".part-"), std::string::npos) << "a part file is left: " << e.path();
 }
 
+/// Between the source and the sink, an ordered farm: its reorder stage
+/// aligns the barriers of the replicas' channels.
+auto ordered_pipeline(const std::string& out, std::int64_t n) {
+  return troupe::pipeline{
+      paced_numbers{0, n, 60},
+      troupe::farm{st::map([](std::int64_t x) { return x * x % 1000003; }), 3, troupe::round_robin{}, troupe::ordered},
+      st::map([](std::int64_t x) { return std::to_string(x); }), st::file_sink(out)};
+}
+
+TEST(checkpoint, an_ordered_farm_resumes_in_order_with_every_element_once) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("ordered");
+  const std::int64_t n = 20'000;
+  spawn_pattern(sys, ordered_pipeline(dir + "/expected.txt", n)).wait();
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto g = spawn_pattern(sys, ordered_pipeline(dir + "/out.txt", n), with);
+    ASSERT_TRUE(wait_for_checkpoints(dir + "/ckpt", 1, g)) << "attempt " << attempt;
+    std::this_thread::sleep_for(20ms);
+    stop_like_a_crash(g);
+  }
+  auto g = spawn_pattern(sys, ordered_pipeline(dir + "/out.txt", n), with);
+  EXPECT_GT(g.recovery().restored, 0u);
+  g.wait();
+  EXPECT_EQ(read_file(dir + "/out.txt"), read_file(dir + "/expected.txt"));
+}
+
 /// A sink that counts what it got from each producer replica (by value:
 /// replica r sends r * 1'000'000 + i).
 struct per_source_counts : st::node<std::int64_t, void> {

@@ -102,7 +102,7 @@ class state_writer {
       write(v.first);
       write(v.second);
     } else if constexpr (detail::is_tuple<T>::value) {
-      std::apply([this](const auto&... x) { (write(x), ...); }, v);
+      std::apply([&](const auto&... x) { (this->write(x), ...); }, v);
     } else if constexpr (detail::is_optional<T>::value) {
       write(static_cast<std::uint8_t>(v.has_value() ? 1 : 0));
       if (v) write(*v);
@@ -153,7 +153,7 @@ class state_reader {
       read(v.first);
       read(v.second);
     } else if constexpr (detail::is_tuple<T>::value) {
-      std::apply([this](auto&... x) { (read(x), ...); }, v);
+      std::apply([&](auto&... x) { (this->read(x), ...); }, v);
     } else if constexpr (detail::is_optional<T>::value) {
       std::uint8_t has = 0;
       read(has);
