@@ -469,10 +469,14 @@ class runner_core : public runner_base, public input_side<InE> {
 
   /// Whether c may give elements now (not aligning); lowers `max` to what
   /// it holds before its pending barrier, and marks it aligning when that
-  /// is nothing.
+  /// is nothing. The published count is loaded first (C7): a barrier stored
+  /// before any of those elements is then seen below, and the consumer never
+  /// takes an element it has not checked against the barrier (a pass that
+  /// saw no barrier takes only what was published before it).
   template <class C>
   bool before_barrier(C& c, std::size_t& max) noexcept {
     if (c.aligning.load(std::memory_order_relaxed)) return false;
+    if (const auto avail = c.ring.size(); avail < max) max = avail;
     const auto id = c.barrier.load(std::memory_order_acquire);
     if (id == c.barrier_in) return true;
     c.barrier_seen.store(id, std::memory_order_relaxed);
