@@ -213,8 +213,19 @@ TEST_F(apps_cli_binary, passes_zero_is_a_usage_error) {
 }
 
 TEST_F(apps_cli_binary, help_lists_every_flag_with_its_default) {
-  const std::set<std::string> common{"--duration", "--rate",   "--parallelism", "--input", "--max-line",    "--batch",
-                                     "--json",     "--passes", "--output",      "--help",  "--metrics-port"};
+  const std::set<std::string> common{"--duration",
+                                     "--rate",
+                                     "--parallelism",
+                                     "--input",
+                                     "--max-line",
+                                     "--batch",
+                                     "--json",
+                                     "--passes",
+                                     "--output",
+                                     "--help",
+                                     "--metrics-port",
+                                     "--checkpoint-dir",
+                                     "--checkpoint-interval"};
   std::map<std::string, std::set<std::string>> own{{"wc", {}},
                                                    {"fd", {"--model", "--generate", "--lines"}},
                                                    {"sd", {"--window", "--threshold", "--generate", "--lines"}},
@@ -632,4 +643,9 @@ TEST_F(apps_chaos, checkpoint_flags_are_checked) {
   r = run("wc", {"--checkpoint-dir", path("c"), "--passes", "1", "--checkpoint-interval", "0"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--checkpoint-interval"), std::string::npos) << r.err;
+  for (const char* app : {"sd", "lr"}) {  // no state of theirs is saved yet: refused, not ignored
+    r = run(app, {"--checkpoint-dir", path("c"), "--passes", "1"});
+    EXPECT_EQ(r.code, 2) << app;
+    EXPECT_NE(r.err.find("takes no checkpoints yet"), std::string::npos) << r.err;
+  }
 }

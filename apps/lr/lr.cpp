@@ -334,6 +334,8 @@ struct clock_to_all {
 }  // namespace
 
 outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
+  if (!c.checkpoint_dir.empty())
+    throw usage_error("--checkpoint-dir: troupe-lr takes no checkpoints yet (troupe-wc and troupe-fd do)");
   if (c.replicas(8) != 1)
     throw usage_error("--parallelism: the sink joins the three branches and has one replica, got " +
                       std::to_string(c.replicas(8)));

@@ -114,6 +114,8 @@ double positive(const std::string& flag, const std::string& text) {
 }  // namespace
 
 outcome run(troupe::actor_system& sys, const cli& c) {
+  if (!c.checkpoint_dir.empty())
+    throw usage_error("--checkpoint-dir: troupe-sd takes no checkpoints yet (troupe-wc and troupe-fd do)");
   moving_average avg;
   const double w = positive("window", c.extra.at("window"));
   if (w != std::floor(w) || w > 1e12)
