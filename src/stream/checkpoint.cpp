@@ -99,6 +99,17 @@ void sync_path(const fs::path& p, bool dir) {
   if (rc != 0) fail_io("flush", p, err);
 }
 
+/// The checkpoint files in `dir`, oldest first.
+std::vector<std::pair<std::uint64_t, fs::path>> checkpoint_files(const fs::path& dir) {
+  std::vector<std::pair<std::uint64_t, fs::path>> files;
+  std::error_code ec;
+  for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
+    if (const auto id = id_of(it->path()); id != 0) files.emplace_back(id, it->path());
+  if (ec) fail_io("list", dir, ec.value());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 struct parsed_slot {
   std::uint64_t slot = 0;
   bool ended = false;
@@ -124,13 +135,11 @@ checkpointer::checkpointer(graph_state& g, stream::checkpoint_options o) : graph
   std::size_t n = 0;
   for (auto& r : g.runners) n = std::max(n, r->settings().slot + 1);
   slots_.resize(n);
-  bool source = false;
   for (auto& r : g.runners) {
     auto& s = slots_[r->settings().slot];
     s.runner = r.get();
     r->set_checkpointer(this);
     if (r->starts_checkpoints()) {
-      source = true;
       if (!r->has_state())
         throw std::invalid_argument{"troupe checkpoint: the source '" + r->name() + "' (slot " +
                                     std::to_string(r->settings().slot) +
@@ -138,10 +147,6 @@ checkpointer::checkpointer(graph_state& g, stream::checkpoint_options o) : graph
                                     "not replay it; use a replayable source (stream/checkpoint.hpp)"};
     }
   }
-  if (!source)
-    throw std::invalid_argument{
-        "troupe checkpoint: the graph has no source to start checkpoints (a graph fed by an entry actor cannot "
-        "take them)"};
   std::error_code ec;
   fs::create_directories(opts_.dir, ec);
   if (ec) fail_io("create the checkpoint directory", opts_.dir, ec.value());
@@ -150,16 +155,12 @@ checkpointer::checkpointer(graph_state& g, stream::checkpoint_options o) : graph
 checkpointer::~checkpointer() { stop(false); }
 
 void checkpointer::restore() {
-  std::vector<std::pair<std::uint64_t, fs::path>> files;
   std::error_code ec;
-  for (fs::directory_iterator it{opts_.dir, ec}, end; !ec && it != end; it.increment(ec)) {
-    const auto& p = it->path();
-    if (const auto id = id_of(p); id != 0) files.emplace_back(id, p);
-    else if (p.extension() == ".tmp" && p.filename().string().starts_with("chk-"))
+  for (fs::directory_iterator it{opts_.dir, ec}, end; !ec && it != end; it.increment(ec))
+    if (const auto& p = it->path(); p.extension() == ".tmp" && p.filename().string().starts_with("chk-"))
       fs::remove(p, ec);  // a write a crash interrupted
-  }
-  if (ec) fail_io("list", opts_.dir, ec.value());
-  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  auto files = checkpoint_files(opts_.dir);
+  std::reverse(files.begin(), files.end());  // newest first
   for (const auto& [id, path] : files) {
     std::ifstream in{path, std::ios::binary};
     std::string bytes{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
@@ -187,28 +188,26 @@ void checkpointer::restore() {
     stream::state_reader r{std::string_view{bytes}.substr(sizeof magic + 4, bytes.size() - sizeof magic - 8),
                            path.string()};
     std::vector<parsed_slot> parsed;
-    {
-      if (r.read<std::uint64_t>() != id) r.fail("its id differs from its name");
-      const auto n = r.read<std::uint64_t>();
-      if (n != slots_.size())
-        throw stream::checkpoint_error{"troupe checkpoint: " + path.string() + " was written by another graph (" +
-                                       std::to_string(n) + " nodes there, " + std::to_string(slots_.size()) + " here)"};
-      parsed.resize(slots_.size());
-      for (auto& p : parsed) {
-        r.read(p.slot);
-        std::uint8_t flags = 0;
-        r.read(flags);
-        p.ended = (flags & 1U) != 0;
-        r.read(p.name);
-        p.state = r.read_bytes();
-        if (p.slot >= slots_.size() || slots_[p.slot].runner == nullptr) r.fail("a slot out of range");
-        if (p.name != slots_[p.slot].runner->name())
-          throw stream::checkpoint_error{"troupe checkpoint: " + path.string() +
-                                         " was written by another graph (slot " + std::to_string(p.slot) + " is '" +
-                                         p.name + "' there, '" + slots_[p.slot].runner->name() + "' here)"};
-      }
-      if (r.left() != 0) r.fail("bytes after the last node");
+    if (r.read<std::uint64_t>() != id) r.fail("its id differs from its name");
+    const auto n = r.read<std::uint64_t>();
+    if (n != slots_.size())
+      throw stream::checkpoint_error{"troupe checkpoint: " + path.string() + " was written by another graph (" +
+                                     std::to_string(n) + " nodes there, " + std::to_string(slots_.size()) + " here)"};
+    parsed.resize(slots_.size());
+    for (auto& p : parsed) {
+      r.read(p.slot);
+      std::uint8_t flags = 0;
+      r.read(flags);
+      p.ended = (flags & 1U) != 0;
+      r.read(p.name);
+      p.state = r.read_bytes();
+      if (p.slot >= slots_.size() || slots_[p.slot].runner == nullptr) r.fail("a slot out of range");
+      if (p.name != slots_[p.slot].runner->name())
+        throw stream::checkpoint_error{"troupe checkpoint: " + path.string() + " was written by another graph (slot " +
+                                       std::to_string(p.slot) + " is '" + p.name + "' there, '" +
+                                       slots_[p.slot].runner->name() + "' here)"};
     }
+    if (r.left() != 0) r.fail("bytes after the last node");
     for (auto& p : parsed) {
       auto& s = slots_[p.slot];
       s.runner->restore_state(p.state, p.ended);
@@ -242,9 +241,12 @@ void checkpointer::stop(bool clean) noexcept {
   }
   if (!clean) return;
   // The job is done: its checkpoints go (a rerun starts afresh).
-  std::error_code ec;
-  for (fs::directory_iterator it{opts_.dir, ec}, end; !ec && it != end; it.increment(ec))
-    if (id_of(it->path()) != 0) fs::remove(it->path(), ec);
+  try {
+    std::error_code ec;
+    for (const auto& f : checkpoint_files(opts_.dir)) fs::remove(f.second, ec);
+  } catch (const stream::checkpoint_error&) {
+    // A directory that cannot be listed any more: nothing sensible to do at the end.
+  }
 }
 
 void checkpointer::ack(std::uint64_t id, std::size_t slot, std::string state) {
@@ -311,13 +313,10 @@ void checkpointer::run() {
       write(id, bytes);
       prune();
     } catch (...) {
-      lock.lock();
-      broken_ = true;
-      lock.unlock();
+      // No checkpoint completes any more: the graph fails with the reason.
       graph_->fail(std::current_exception(),
                    error{errc::checkpoint, "checkpoint " + std::to_string(id) + " could not be written"});
-      lock.lock();
-      break;
+      return;
     }
     lock.lock();
     completed_.store(id, std::memory_order_release);
@@ -347,12 +346,8 @@ void checkpointer::write(std::uint64_t id, const std::string& bytes) const {
 }
 
 void checkpointer::prune() const {
-  std::vector<std::pair<std::uint64_t, fs::path>> files;
+  const auto files = checkpoint_files(opts_.dir);
   std::error_code ec;
-  for (fs::directory_iterator it{opts_.dir, ec}, end; !ec && it != end; it.increment(ec))
-    if (const auto id = id_of(it->path()); id != 0) files.emplace_back(id, it->path());
-  if (files.size() <= opts_.keep) return;
-  std::sort(files.begin(), files.end());
   for (std::size_t i = 0; i + opts_.keep < files.size(); ++i) fs::remove(files[i].second, ec);
 }
 

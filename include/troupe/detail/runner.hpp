@@ -502,8 +502,8 @@ class runner_core : public runner_base, public input_side<InE> {
     }
     return false;
   }
-  /// Aligned: the checkpoint of this runner (Derived::checkpoint snapshots
-  /// the node, sends the barrier on and acknowledges), then the inputs go on.
+  /// Aligned: the checkpoint of this runner (checkpoint() below), then the
+  /// inputs go on.
   bool pass_barrier() noexcept {
     if constexpr (!std::is_void_v<InE>) {
       std::uint64_t id = 0;
@@ -520,20 +520,10 @@ class runner_core : public runner_base, public input_side<InE> {
     }
     return true;
   }
-  /// has_input's part for checkpointing runners (atomics only): a barrier
-  /// not loaded yet; an aligning channel's elements are not input.
-  bool checkpoint_input() const noexcept {
-    if constexpr (!std::is_void_v<InE>) {
-      for (auto& c : this->inputs_) {
-        if (c->barrier.load(std::memory_order_acquire) != c->barrier_seen.load(std::memory_order_relaxed)) return true;
-        if (c->aligning.load(std::memory_order_relaxed)) continue;
-        if (!c->ring.empty() ||
-            (c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)) ||
-            new_watermark(*c))
-          return true;
-      }
-    }
-    return this->cancelled();
+  /// has_input's part (atomics only): a barrier the consumer has not loaded.
+  template <class C>
+  static bool new_barrier(const C& c) noexcept {
+    return c.barrier.load(std::memory_order_acquire) != c.barrier_seen.load(std::memory_order_relaxed);
   }
   /// end(): a clean end leaves the node's final state for every later
   /// checkpoint; any end stops the checkpointer from waking this runner.
@@ -546,12 +536,18 @@ class runner_core : public runner_base, public input_side<InE> {
       this->fail(std::current_exception());
     }
   }
-  bool final_state(std::string&) noexcept { return true; }
-  /// The default checkpoint (no node state): the barrier on, acknowledged.
+  /// The node's state for checkpoint `id` (0: its final state); Derived's
+  /// when its node has one. false: the graph failed.
+  bool final_state(std::string&, std::uint64_t = 0) noexcept { return true; }
+  /// At a barrier (a source: when a checkpoint is requested): the node's
+  /// state, then the barrier on to every output channel, then the ack.
   bool checkpoint(std::uint64_t id) noexcept {
+    std::string state;
+    if (!self().final_state(state, id)) return false;
     out_.barrier(id);
+    last_barrier_.store(id, std::memory_order_relaxed);
     try {
-      this->checkpoints_->ack(id, this->settings_.slot, {});
+      this->checkpoints_->ack(id, this->settings_.slot, std::move(state));
       return true;
     } catch (...) {
       this->fail(std::current_exception());
@@ -575,8 +571,9 @@ class runner_core : public runner_base, public input_side<InE> {
   unsigned blocked_polls_ = 0;  // polls since the last full batch
   phase phase_ = phase::fresh;
   std::size_t cursor_ = 0;
-  std::uint64_t in_watermark_ = 0;  // the input watermark applied so far
-  std::size_t aligning_ = 0;        // input channels at their barrier
+  std::uint64_t in_watermark_ = 0;              // the input watermark applied so far
+  std::size_t aligning_ = 0;                    // input channels at their barrier
+  std::atomic<std::uint64_t> last_barrier_{0};  // the last checkpoint this runner took part in
 };
 
 template <class N, bool Tagged, class Next>
@@ -649,19 +646,25 @@ class runner final
   }
 
   bool has_input() const noexcept override {
-    if (this->checkpoints_ != nullptr) [[unlikely]] {
+    const bool aligns = this->checkpoints_ != nullptr;
+    if (aligns) [[unlikely]] {
       if constexpr (stream::checkpoint_listener<N>)
         if (this->checkpoints_->completed() > heard_.load(std::memory_order_relaxed)) return true;
       if constexpr (is_source)
-        return this->checkpoints_->requested() > last_barrier_.load(std::memory_order_relaxed) || this->cancelled();
-      else return this->checkpoint_input();
+        return this->checkpoints_->requested() > this->last_barrier_.load(std::memory_order_relaxed) ||
+               this->cancelled();
     }
     if constexpr (!is_source) {
-      for (auto& c : this->inputs_)
+      for (auto& c : this->inputs_) {
+        if (aligns) [[unlikely]] {
+          if (this->new_barrier(*c)) return true;
+          if (c->aligning.load(std::memory_order_relaxed)) continue;  // its elements wait (C8)
+        }
         if (!c->ring.empty() ||
             (c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)) ||
             this->new_watermark(*c))
           return true;
+      }
     }
     return this->cancelled();
   }
@@ -763,15 +766,6 @@ class runner final
 
   // ---- checkpoints (checkpointer.hpp)
 
-  /// At a barrier (a source: when a checkpoint is requested): the node's
-  /// state, then the barrier on to every output channel, then the ack.
-  bool checkpoint(std::uint64_t id) noexcept {
-    std::string state;
-    if (!final_state(state, id)) return false;
-    this->out_.barrier(id);
-    last_barrier_.store(id, std::memory_order_relaxed);
-    return always([&] { this->checkpoints_->ack(id, this->settings_.slot, std::move(state)); });
-  }
   /// The node's state now (nothing for a node without), for checkpoint
   /// `id` (0: its final state).
   bool final_state(std::string& state, std::uint64_t id = 0) noexcept {
@@ -796,7 +790,7 @@ class runner final
     }
     if constexpr (is_source) {
       const auto id = this->checkpoints_->requested();
-      if (id > last_barrier_.load(std::memory_order_relaxed) && !checkpoint(id)) return this->end(false);
+      if (id > this->last_barrier_.load(std::memory_order_relaxed) && !this->checkpoint(id)) return this->end(false);
       if (paused_until_ != 0) {
         if (stream::now() < paused_until_) return pause(paused_until_);
         paused_until_ = 0;
@@ -1019,10 +1013,9 @@ class runner final
   }
 
   N node_;
-  std::atomic<std::uint64_t> last_barrier_{0};  // the last checkpoint this runner took part in
-  std::atomic<std::uint64_t> heard_{0};         // the last completed checkpoint its node heard of
-  std::uint64_t paused_until_ = 0;              // a paced source: when its pause ends (0: none)
-  std::shared_ptr<runner_waker> waker_;         // a node that holds
+  std::atomic<std::uint64_t> heard_{0};  // the last completed checkpoint its node heard of
+  std::uint64_t paused_until_ = 0;       // a paced source: when its pause ends (0: none)
+  std::shared_ptr<runner_waker> waker_;  // a node that holds
   tagger_type tag_;
   stamper_type stamp_;
   std::uint64_t markers_seen_ = 0;
@@ -1058,7 +1051,7 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
   bool has_input() const noexcept override {
     for (auto& c : this->inputs_) {
       if (this->checkpoints_ != nullptr) {
-        if (c->barrier.load(std::memory_order_acquire) != c->barrier_seen.load(std::memory_order_relaxed)) return true;
+        if (this->new_barrier(*c)) return true;
         if (c->aligning.load(std::memory_order_relaxed)) continue;
       }
       const bool empty = c->ring.empty();
