@@ -2,7 +2,8 @@
 // state format, barriers aligned over several inputs, recovery after a
 // graph is stopped mid-run (cancel stands for a crash here: no on_stop, no
 // commit), the two-phase file sink, and the checkpoint files a graph must
-// skip or refuse. Killed processes: tests/checkpoint_process_test.cpp.
+// skip or refuse; graphs split across ranks (local_peers: each rank its own
+// actor system in this process). Killed processes: the apps_chaos tests.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "local_peers.hpp"
 #include "troupe/troupe.hpp"
 
 namespace {
@@ -273,11 +275,11 @@ struct replica_numbers : st::replayable_source<std::int64_t> {
   void seek(const std::uint64_t& p) override { next = static_cast<std::int64_t>(p); }
 };
 
-/// A checkpoint file's states by slot (format version 1, docs/fault-tolerance.md).
+/// A checkpoint file's states by slot (format version 1, docs/fault-tolerance.md):
+/// after the header (magic, version, id, rank, ranks: 28 bytes), before the checksum.
 std::map<std::string, std::vector<std::string>> states_by_name(const fs::path& file) {
   const auto bytes = read_file(file.string());
-  st::state_reader r{std::string_view{bytes}.substr(12, bytes.size() - 16), file.string()};
-  r.read<std::uint64_t>();  // id
+  st::state_reader r{std::string_view{bytes}.substr(28, bytes.size() - 32), file.string()};
   const auto n = r.read<std::uint64_t>();
   std::map<std::string, std::vector<std::string>> out;
   for (std::uint64_t i = 0; i < n; ++i) {
@@ -436,3 +438,134 @@ TEST(checkpoint_file_sink, what_a_completed_checkpoint_pre_committed_survives_a_
 }
 
 }  // namespace
+
+// ---- graphs split across ranks (local_peers.hpp: the edges and the
+// checkpointers' messages as across processes, without the wire)
+
+/// The checkpoints rank 0 completed in `dir` (its files; the other ranks'
+/// parts are chk-<id>.rank-<r>.troupe).
+std::vector<fs::path> completed_checkpoints(const std::string& dir) {
+  std::vector<fs::path> out;
+  for (const auto& f : checkpoint_files(dir))
+    if (f.filename().string().find(".rank-") == std::string::npos) out.push_back(f);
+  return out;
+}
+
+/// Sends each element with the running sum so far (its state): an element
+/// counted twice, or lost, shows in every later line.
+struct running_sums : st::node<std::int64_t, std::string> {
+  static constexpr const char* kind = "running_sums";
+  std::int64_t sum = 0;
+  void consume(std::int64_t& x) {
+    sum += x;
+    send_next(std::to_string(x) + " " + std::to_string(sum));
+  }
+  void snapshot(st::state_writer& out) const { out.write(sum); }
+  void restore(st::state_reader& in) { in.read(sum); }
+};
+
+/// The source and half of an ordered farm on rank 0; the other half, the
+/// keyed state and the sink on rank 1. The sink gets every element, in the
+/// input's order, then the sums.
+auto split_pipeline(const std::string& out, std::int64_t n) {
+  using troupe::placement;
+  return troupe::pipeline{troupe::placed{paced_numbers{0, n, 40}, placement::rank(0)},
+                          troupe::placed{troupe::farm{st::map([](std::int64_t x) { return x * 3; }), 2,
+                                                      troupe::round_robin{}, troupe::ordered},
+                                         placement::ranks("0,1")},
+                          troupe::placed{troupe::pipeline{running_sums{}, st::file_sink(out)}, placement::rank(1)}};
+}
+
+/// Every rank's graph ends (with or without an error).
+void wait_ranks(const std::vector<st::graph>& gs) {
+  for (auto& g : gs) try {
+      g.wait();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a rank that lost its peer
+    }
+}
+
+/// Waits (bounded) until rank 0 has completed `n` checkpoints in `dir`.
+bool wait_for_completed(const std::string& dir, std::size_t n, const std::vector<st::graph>& gs) {
+  for (int i = 0; i < 3000; ++i) {
+    if (completed_checkpoints(dir).size() >= n) return true;
+    if (std::any_of(gs.begin(), gs.end(), [](const st::graph& g) { return g.done(); })) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+TEST(checkpoint_split, ranks_stopped_mid_run_and_started_again_give_the_output_of_a_run_without_failures) {
+  const auto dir = fresh_dir("split");
+  const std::int64_t n = 20'000;
+  {
+    troupe::actor_system sys{troupe::config{.workers = 2}};
+    spawn_pattern(sys, split_pipeline(dir + "/expected.txt", n)).wait();  // the same graph in one process
+  }
+  const auto expected = read_file(dir + "/expected.txt");
+  ASSERT_FALSE(expected.empty());
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  std::uint64_t last = 0;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    troupe_test::ranks rs{2};
+    auto gs = rs.spawn(split_pipeline(dir + "/out.txt", n), {}, with);
+    EXPECT_EQ(gs[0].recovery().restored, gs[1].recovery().restored) << "every rank resumes from the same checkpoint";
+    EXPECT_GE(gs[0].recovery().restored, last);
+    last = gs[0].recovery().restored;
+    ASSERT_TRUE(wait_for_completed(dir + "/ckpt", 1, gs)) << "attempt " << attempt;
+    std::this_thread::sleep_for(std::chrono::milliseconds{10 * (attempt + 1)});
+    gs[attempt % 2].cancel();  // one rank "crashes": the other fails, naming the last checkpoint
+    wait_ranks(gs);
+    const auto& survivor = gs[1 - attempt % 2];
+    ASSERT_TRUE(survivor.error());
+    EXPECT_NE(survivor.error().message().find("last completed checkpoint is"), std::string::npos)
+        << survivor.error().message();
+  }
+  troupe_test::ranks rs{2};
+  auto gs = rs.spawn(split_pipeline(dir + "/out.txt", n), {}, with);
+  EXPECT_GT(gs[1].recovery().restored, 0u);
+  for (auto& g : gs) g.wait();
+  EXPECT_TRUE(read_file(dir + "/out.txt") == expected) << "the output differs from a run without failures";
+  EXPECT_TRUE(checkpoint_files(dir + "/ckpt").empty()) << "a job that ended normally keeps no checkpoints";
+}
+
+TEST(checkpoint_split, a_checkpoint_with_a_rank_part_missing_is_skipped_and_another_rank_count_refused) {
+  const auto dir = fresh_dir("split_missing");
+  const auto ckpt = dir + "/ckpt";
+  const st::options with{.checkpoint = {.dir = ckpt, .interval = 5ms, .keep = 3}};
+  {
+    troupe_test::ranks rs{2};
+    auto gs = rs.spawn(split_pipeline(dir + "/out.txt", 40'000), {}, with);
+    ASSERT_TRUE(wait_for_completed(ckpt, 2, gs));
+    gs[0].cancel();
+    wait_ranks(gs);
+  }
+  const auto done = completed_checkpoints(ckpt);
+  ASSERT_GE(done.size(), 2u);
+  // Rank 1's part of the newest one is lost: both ranks take the one before.
+  const auto newest = done.back().filename().string();
+  const auto newest_id = std::stoull(newest.substr(4, 20));
+  ASSERT_TRUE(fs::remove(fs::path{ckpt} / (newest.substr(0, 24) + ".rank-1.troupe")));
+  EXPECT_EQ(st::checkpoint_to_resume(ckpt, 0, 2).restored,
+            std::stoull(done[done.size() - 2].filename().string().substr(4, 20)));
+  {
+    troupe_test::ranks rs{2};
+    auto gs = rs.spawn(split_pipeline(dir + "/out.txt", 40'000), {}, with);
+    for (auto& g : gs) {
+      const auto rec = g.recovery();
+      EXPECT_LT(rec.restored, newest_id);
+      EXPECT_GT(rec.restored, 0u);
+      ASSERT_FALSE(rec.skipped.empty());
+      EXPECT_NE(rec.skipped[0].find("missing"), std::string::npos) << rec.skipped[0];
+    }
+    gs[1].cancel();
+    wait_ranks(gs);
+  }
+  // The same directory for a graph in one process (or of another rank count).
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  try {
+    spawn_pattern(sys, numbers_pipeline(dir + "/other.txt", 10), {.checkpoint = {.dir = ckpt}});
+    FAIL() << "a graph in one process resumed from the checkpoint of two ranks";
+  } catch (const st::checkpoint_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("split over 2 rank(s)"), std::string::npos) << e.what();
+  }
+}

@@ -46,6 +46,7 @@ void run_result::print(std::ostream& out) const {
       << sink_tuples << " tuples (" << sink_rate() << " tuples/s)";
   if (malformed != 0) out << ", " << malformed << " malformed input lines skipped";
   if (interrupted) out << ", interrupted";
+  if (checkpoints != 0) out << ", " << checkpoints << " checkpoint(s)";
   out << "\nlatency (us):";
   for (auto& [name, q] : quantiles) out << ' ' << name << ' ' << static_cast<double>(latency.percentile(q)) / 1000.0;
   out << " (" << latency.count() << " measured)\n";
@@ -56,7 +57,7 @@ std::string run_result::to_json() const {
   o << "{\"app\":\"" << app << "\",\"elapsed_s\":" << elapsed_s << ",\"source_tuples\":" << source_tuples
     << ",\"sink_tuples\":" << sink_tuples << ",\"source_tuples_per_s\":" << source_rate()
     << ",\"sink_tuples_per_s\":" << sink_rate() << ",\"malformed_lines\":" << malformed
-    << ",\"interrupted\":" << (interrupted ? "true" : "false");
+    << ",\"interrupted\":" << (interrupted ? "true" : "false") << ",\"checkpoints\":" << checkpoints;
   if (!part.empty()) o << ",\"part\":\"" << part << '"';
   o << ",\"parallelism\":[";
   for (std::size_t i = 0; i < parallelism.size(); ++i) o << (i ? "," : "") << parallelism[i];

@@ -99,18 +99,21 @@ class replay_source : public troupe::stream::node<void, T> {
     return true;
   }
 
-  // Its position, for checkpoints (--checkpoint-dir). A restarted paced
-  // source catches up at full speed.
+  // Its position, for checkpoints (--checkpoint-dir), and prepare's state
+  // if it keeps one (save/load). A restarted paced source catches up at
+  // full speed.
   void snapshot(troupe::stream::state_writer& out) const {
     out.write(pos_);
     out.write(pass_);
     out.write(sent_);
+    if constexpr (requires { prepare_.save(out); }) prepare_.save(out);
   }
   void restore(troupe::stream::state_reader& in) {
     in.read(pos_);
     in.read(pass_);
     in.read(sent_);
     if (pos_ >= data_->size()) in.fail("a position past the input's " + std::to_string(data_->size()) + " tuples");
+    if constexpr (requires { prepare_.load(in); }) prepare_.load(in);
   }
 
  private:
@@ -200,9 +203,10 @@ struct run_result {
   std::uint64_t malformed = 0;  // input lines skipped at load time
   troupe::stream::latency_histogram latency;
   std::vector<std::size_t> parallelism;
-  bool interrupted = false;  // ended early by stop_requested() (SIGINT, SIGTERM)
-  std::string part;          // a split run: "rank 0 of 2, placement 0;0;1;1" (else empty)
-  bool report = true;        // false: nothing ran (a generator mode), print nothing
+  bool interrupted = false;       // ended early by stop_requested() (SIGINT, SIGTERM)
+  std::uint64_t checkpoints = 0;  // completed during the run (--checkpoint-dir)
+  std::string part;               // a split run: "rank 0 of 2, placement 0;0;1;1" (else empty)
+  bool report = true;             // false: nothing ran (a generator mode), print nothing
 
   double source_rate() const { return elapsed_s > 0 ? static_cast<double>(source_tuples) / elapsed_s : 0; }
   double sink_rate() const { return elapsed_s > 0 ? static_cast<double>(sink_tuples) / elapsed_s : 0; }
@@ -250,19 +254,20 @@ class progress_line {
   std::thread thread_;
 };
 
-/// Runs `body` (it starts the graph, waits for its end and returns its
-/// metrics) between the flags' run hooks, timed, and collects the figures.
+/// Runs `body` (it starts the graph, waits for its end and returns
+/// watch_to_end's finished_graph) between the flags' run hooks, timed, and collects the figures.
 template <class Body>
 run_result timed_run(const std::string& app, const cli& c, std::size_t operators, std::uint64_t malformed, Body body) {
   if (c.on_run_start) c.on_run_start();
   const auto start = std::chrono::steady_clock::now();
-  const troupe::stream::graph_metrics m = body();
+  const auto [m, checkpoints] = body();
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (c.on_run_end) c.on_run_end();
   std::vector<std::size_t> par;
   for (std::size_t i = 0; i < operators; ++i) par.push_back(c.replicas(i));
   auto r = collect(app, m, malformed, std::move(par), elapsed);
   r.interrupted = stop_requested();
+  r.checkpoints = checkpoints;
   return r;
 }
 
@@ -294,8 +299,14 @@ class metrics_server {
 /// ends; its metrics then.
 /// With --checkpoint-dir, SIGINT and SIGTERM cancel the graph instead of
 /// draining it: the checkpoints stay, and the same command resumes.
-inline troupe::stream::graph_metrics watch_to_end(const std::string& app, const cli& c, metrics_server& served,
-                                                  const troupe::stream::graph& g) {
+/// What watch_to_end leaves: the graph's metrics, and how many checkpoints
+/// completed while it ran.
+struct finished_graph {
+  troupe::stream::graph_metrics metrics;
+  std::uint64_t checkpoints = 0;
+};
+inline finished_graph watch_to_end(const std::string& app, const cli& c, metrics_server& served,
+                                   const troupe::stream::graph& g) {
   served.watch(g);
   std::unique_ptr<progress_line> progress;
   if (c.progress) progress = std::make_unique<progress_line>(app, g);
@@ -309,7 +320,21 @@ inline troupe::stream::graph_metrics watch_to_end(const std::string& app, const 
   }
   g.wait();
   progress.reset();
-  return g.metrics();
+  return {g.metrics(), g.last_checkpoint() - g.recovery().restored};
+}
+
+/// With --checkpoint-dir: a run that will start afresh (no checkpoint to
+/// resume from) starts its --output empty too, before the graph runs. Its
+/// sinks do so for the lines they write; this is for what the application
+/// appends after the graph's end (wc's final counts), on a rank without the
+/// sink that writes --output: a job rerun from the start must not find them
+/// twice. (A rank whose part has ended removes its checkpoints, so no later
+/// run resumes after them.)
+inline void start_output_afresh(const cli& c, std::size_t rank, std::size_t ranks) {
+  if (c.checkpoint_dir.empty() || c.output.empty()) return;
+  if (troupe::stream::checkpoint_to_resume(c.checkpoint_dir, rank, ranks).restored != 0) return;
+  std::ofstream f{c.output, std::ios::trunc};
+  if (!f) throw std::runtime_error("cannot write the --output file '" + c.output + "'");
 }
 
 #if TROUPE_APPS_NET
@@ -318,6 +343,7 @@ template <class P>
 run_result run_split(troupe::actor_system& sys, const std::string& app, const P& pattern, const cli& c,
                      std::size_t operators, std::uint64_t malformed, const troupe::stream::options& o) {
   split_setup s = parse_split(c, app);
+  start_output_afresh(c, s.rank, s.cluster.peers.size());
   troupe::net::node node{sys, s.node};
   troupe::net::cluster cl{sys, node, s.cluster};
   metrics_server served{sys, app, c};
@@ -341,8 +367,6 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
   o.batch = c.batch;
   o.latency_sample = 1;
   if (!c.checkpoint_dir.empty()) {
-    if (split_requested(c))
-      throw usage_error("--checkpoint-dir: a run split across processes (--peers) takes no checkpoints yet");
     o.checkpoint = {.dir = c.checkpoint_dir,
                     .interval = std::chrono::milliseconds{static_cast<std::int64_t>(c.checkpoint_interval_ms)}};
   }
@@ -353,6 +377,7 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
     throw usage_error("--peers: this build has no troupe::net (ZeroMQ), so the graph runs in one process only");
 #endif
   }
+  start_output_afresh(c, 0, 1);
   metrics_server served{sys, app, c};
   return timed_run(app, c, operators, malformed,
                    [&] { return watch_to_end(app, c, served, troupe::spawn_pattern(sys, std::move(pattern), o)); });

@@ -48,7 +48,8 @@ constexpr common_flag common_flags[] = {
      "free port; the address is printed)"},
     {"checkpoint-dir", "PATH", "none",
      "take checkpoints there; rerun the same command after a crash to resume from the last one, with --output "
-     "written exactly once (needs --passes; docs/fault-tolerance.md)"},
+     "written exactly once (needs --passes; a split run: the same directory, one all ranks see, on every rank; "
+     "docs/fault-tolerance.md)"},
     {"checkpoint-interval", "MS", "1000", "milliseconds between checkpoints (with --checkpoint-dir)"},
 };
 

@@ -276,22 +276,34 @@ struct minute_node : st::node<In, Out> {
   void on_stop() {
     op.logic.finish([this](Out&& o) { this->send_next(std::move(o)); });
   }
+  void snapshot(st::state_writer& out) const { out.write(op); }
+  void restore(st::state_reader& in) { in.read(op); }
 };
 
 /// What the sink replica collects for run()'s outcome.
 struct collected {
   bool keep = false;
   outcome* into = nullptr;
-  output_file* out = nullptr;
 };
 
-struct sink : st::node<notification, void> {
-  static constexpr const char* kind = "sink";
+/// With --checkpoint-dir, its lines go to --output exactly once (app_sink);
+/// its join's state is saved with the file sink's.
+struct sink : app_sink<notification> {
   toll_logic logic;
   minute_markers markers;
   collected c;
 
   sink(std::size_t upstream, collected into) : markers{upstream}, c{into} {}
+  void snapshot(st::state_writer& w) {
+    app_sink::snapshot(w);
+    w.write(logic);
+    w.write(markers);
+  }
+  void restore(st::state_reader& r) {
+    app_sink::restore(r);
+    r.read(logic);
+    r.read(markers);
+  }
   void consume(notification& n) {
     if (n.closes != no_marker) {
       if (markers.complete(n.closes)) logic.close(n.closes, n.stamp, [this](toll&& t) { record(t); });
@@ -308,17 +320,18 @@ struct sink : st::node<notification, void> {
   }
   void on_stop() {
     logic.finish([this](toll&& t) { record(t); });
+    app_sink::on_stop();
   }
   void record(const toll& t) {
     ++c.into->assessed;
     if (t.amount > 0) ++c.into->charged;
     if (c.keep) c.into->tolls.push_back(t);
-    if (c.out->enabled()) {
+    if (writes()) {
       char buf[96];
       const int s = segment_of(t.segment), rest = t.segment / segments;
       std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%d,%d,%d", t.vid, t.minute, rest / 2, rest % 2, s, t.lav, t.cars,
                     t.amount);
-      c.out->line(buf);
+      line(buf);
     }
   }
 };
@@ -326,6 +339,8 @@ struct sink : st::node<notification, void> {
 /// lr::minute_clock with its markers sent to every dispatcher.
 struct clock_to_all {
   minute_clock clock;
+  void save(st::state_writer& out) const { clock.save(out); }
+  void load(st::state_reader& in) { clock.load(in); }
   void operator()(line& l, std::uint64_t pass, st::emitter<line>& out) {
     clock(l, pass, [&out](line&& m) { out.send_all(std::move(m)); });
   }
@@ -334,8 +349,6 @@ struct clock_to_all {
 }  // namespace
 
 outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
-  if (!c.checkpoint_dir.empty())
-    throw usage_error("--checkpoint-dir: troupe-lr takes no checkpoints yet (troupe-wc and troupe-fd do)");
   if (c.replicas(8) != 1)
     throw usage_error("--parallelism: the sink joins the three branches and has one replica, got " +
                       std::to_string(c.replicas(8)));
@@ -347,12 +360,15 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
                              " malformed lines)");
 
   outcome r;
-  output_file out{c.output};
+  output_file out{c.checkpoint_dir.empty() ? c.output : std::string{}};
   using troupe::branches;
   using troupe::by_key;
   using troupe::farm;
   using troupe::pipeline;
   const auto p = [&](std::size_t i) { return c.replicas(i); };
+  sink snk{p(2) + p(5) + p(7), collected{keep, &r}};
+  snk.out = &out;
+  if (!c.checkpoint_dir.empty()) snk.exactly_once = c.output;
   auto by_vehicle = [](const auto& x) { return x.vid; };
   auto by_segment = [](const auto& x) { return x.segment; };
   auto by_report_segment = [](const report& x) { return x.segment(); };
@@ -371,7 +387,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
                        farm{minute_node<lav, notification, lav_notification_logic>{p(4)}, p(5)}},
               pipeline{farm{minute_node<report, count, count_vehicles_logic>{p(1)}, p(6), by_key{by_report_segment}},
                        farm{minute_node<count, notification, count_notification_logic>{p(6)}, p(7)}}},
-          sink{p(2) + p(5) + p(7), collected{keep, &r, &out}}},
+          snk},
       c, operators.size(), in.malformed);
   std::sort(r.tolls.begin(), r.tolls.end());
   return r;

@@ -108,6 +108,14 @@ struct notification {
   std::int32_t segment = 0, minute = 0;
   std::int32_t value = 0;  // lav: mph; count: cars
   std::int32_t closes = no_marker;
+  // Its state in a checkpoint (the sink keeps crossings until their minute closes).
+  void save(troupe::stream::state_writer& out) const {
+    out.write(std::tie(kind, accident, vid, segment, minute, value, closes, stamp));
+  }
+  void load(troupe::stream::state_reader& in) {
+    auto all = std::tie(kind, accident, vid, segment, minute, value, closes, stamp);
+    in.read(all);
+  }
   std::uint64_t stamp = 0;
 };
 
@@ -161,6 +169,8 @@ loaded load(const std::vector<std::string>& lines);
 struct minute_clock {
   std::int32_t span = 0;  // seconds per pass
   std::int32_t current = -1;
+  void save(troupe::stream::state_writer& out) const { out.write(current); }
+  void load(troupe::stream::state_reader& in) { in.read(current); }
   template <class All>
   void operator()(line& l, std::uint64_t pass, All&& all) {
     l.offset = static_cast<std::int32_t>(pass) * span;
@@ -182,6 +192,8 @@ class minute_markers {
     seen_.erase(minute);
     return true;
   }
+  void save(troupe::stream::state_writer& out) const { out.write(seen_); }
+  void load(troupe::stream::state_reader& in) { in.read(seen_); }
 
  private:
   std::size_t upstream_;
@@ -199,6 +211,15 @@ struct minute_operator {
   minute_markers markers;
 
   explicit minute_operator(std::size_t upstream = 1) : markers{upstream} {}
+  // Its state in a checkpoint: the logic's (if it keeps any) and the markers'.
+  void save(troupe::stream::state_writer& out) const {
+    if constexpr (requires { logic.save(out); }) logic.save(out);
+    markers.save(out);
+  }
+  void load(troupe::stream::state_reader& in) {
+    if constexpr (requires { logic.load(in); }) logic.load(in);
+    markers.load(in);
+  }
   template <class Emit, class All>
   void consume(In& x, Emit&& emit, All&& all) {
     if (x.closes == no_marker) return logic.on(x, emit);
@@ -238,6 +259,8 @@ struct dispatcher_logic : per_tuple {
 struct crossing_logic : per_tuple {
   static constexpr const char* kind = "toll_notification_pos";
   std::unordered_map<std::int32_t, std::int32_t> last_segment;  // vehicle -> segment
+  void save(troupe::stream::state_writer& out) const { out.write(last_segment); }
+  void load(troupe::stream::state_reader& in) { in.read(last_segment); }
   template <class Emit>
   void on(const report& r, Emit&& emit) {
     const auto s = r.segment();
@@ -271,6 +294,8 @@ class by_minute {
     }
   }
   std::int32_t last() const { return open_.empty() ? no_marker : open_.rbegin()->first; }
+  void save(troupe::stream::state_writer& out) const { out.write(open_); }
+  void load(troupe::stream::state_reader& in) { in.read(open_); }
 
  private:
   std::map<std::int32_t, State> open_;
@@ -279,6 +304,11 @@ class by_minute {
 struct sum_count {
   std::int64_t sum = 0;
   std::int64_t n = 0;
+  void save(troupe::stream::state_writer& out) const { out.write(std::pair{sum, n}); }
+  void load(troupe::stream::state_reader& in) {
+    auto all = std::tie(sum, n);
+    in.read(all);
+  }
 };
 
 /// Operators that gather state per minute: `minutes`, the stamp of their
@@ -288,6 +318,15 @@ template <class Derived, class State>
 struct per_minute {
   by_minute<State> minutes;
   std::uint64_t stamp = 0;
+  // The state of the operators below that keep nothing more.
+  void save(troupe::stream::state_writer& out) const {
+    minutes.save(out);
+    out.write(stamp);
+  }
+  void load(troupe::stream::state_reader& in) {
+    minutes.load(in);
+    in.read(stamp);
+  }
   template <class Emit>
   void finish(Emit&& emit) {
     if (minutes.last() != no_marker) static_cast<Derived&>(*this).close(minutes.last(), stamp, emit);
@@ -308,6 +347,11 @@ void for_each_run(const std::vector<T>& sorted, Key key, F f) {
 struct vehicle_segment_speed {
   std::uint64_t key;  // vehicle << 32 | segment
   std::int64_t mph;
+  void save(troupe::stream::state_writer& out) const { out.write(std::pair{key, mph}); }
+  void load(troupe::stream::state_reader& in) {
+    auto all = std::tie(key, mph);
+    in.read(all);
+  }
 };
 
 /// Each vehicle's mean speed per segment and minute. Reports are appended
@@ -352,6 +396,16 @@ struct last_average_speed_logic : per_minute<last_average_speed_logic, std::unor
   static constexpr const char* kind = "last_average_speed";
   std::unordered_map<std::int32_t, std::deque<std::pair<std::int32_t, std::int64_t>>> history;  // (minute, mean)
   std::int32_t closed = no_marker;
+  void save(troupe::stream::state_writer& out) const {
+    per_minute::save(out);
+    out.write(history);
+    out.write(closed);
+  }
+  void load(troupe::stream::state_reader& in) {
+    per_minute::load(in);
+    in.read(history);
+    in.read(closed);
+  }
   template <class Emit>
   void on(const vehicle_speed& v, Emit&&) {
     auto& a = minutes.at(v.minute)[v.segment];
@@ -402,14 +456,35 @@ struct last_average_speed_logic : per_minute<last_average_speed_logic, std::unor
 struct count_vehicles_state {
   std::vector<std::uint64_t> cars;                                              // segment << 32 | vehicle
   std::unordered_map<std::uint64_t, std::unordered_set<std::int32_t>> stopped;  // place -> stopped vehicles
+  void save(troupe::stream::state_writer& out) const {
+    out.write(cars);
+    out.write(stopped);
+  }
+  void load(troupe::stream::state_reader& in) {
+    in.read(cars);
+    in.read(stopped);
+  }
 };
 struct count_vehicles_logic : per_minute<count_vehicles_logic, count_vehicles_state> {
   static constexpr const char* kind = "count_vehicles";
   using minute_state = count_vehicles_state;
   struct streak {
     std::int32_t time = 0, lane = 0, pos = 0, segment = 0, reports = 0;
+    void save(troupe::stream::state_writer& out) const { out.write(std::tuple{time, lane, pos, segment, reports}); }
+    void load(troupe::stream::state_reader& in) {
+      auto all = std::tie(time, lane, pos, segment, reports);
+      in.read(all);
+    }
   };
   std::unordered_map<std::int32_t, streak> last;  // vehicle -> its reports from one place
+  void save(troupe::stream::state_writer& out) const {
+    per_minute::save(out);
+    out.write(last);
+  }
+  void load(troupe::stream::state_reader& in) {
+    per_minute::load(in);
+    in.read(last);
+  }
 
   count_vehicles_logic() { last.reserve(1 << 14); }
   template <class Emit>
@@ -492,6 +567,15 @@ struct toll_logic {
   std::map<std::int32_t, std::unordered_map<std::int32_t, std::int32_t>> lavs;  // minute -> segment -> mph
   std::map<std::int32_t, std::unordered_map<std::int32_t, std::int32_t>> cars;  // minute -> segment -> cars
   std::map<std::int32_t, std::unordered_set<std::int32_t>> accidents;           // minute -> segments
+  void save(troupe::stream::state_writer& out) const {
+    crossings.save(out);
+    out.write(std::tie(lavs, cars, accidents));
+  }
+  void load(troupe::stream::state_reader& in) {
+    crossings.load(in);
+    auto all = std::tie(lavs, cars, accidents);
+    in.read(all);
+  }
 
   template <class Emit>
   void on(const notification& n, Emit&&) {

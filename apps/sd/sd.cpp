@@ -64,6 +64,26 @@ double moving_mean::add(int device, double value) {
   return s.sum / static_cast<double>(s.last.size());
 }
 
+void moving_mean::series::save(troupe::stream::state_writer& out) const {
+  out.write(last);
+  out.write(static_cast<std::uint64_t>(next));
+  out.write(sum);
+}
+void moving_mean::series::load(troupe::stream::state_reader& in) {
+  in.read(last);
+  next = static_cast<std::size_t>(in.read<std::uint64_t>());
+  in.read(sum);
+  if (next > last.size()) in.fail("a ring position beyond its values");
+}
+void moving_mean::save(troupe::stream::state_writer& out) const {
+  out.write(static_cast<std::uint64_t>(window_));
+  out.write(devices_);
+}
+void moving_mean::load(troupe::stream::state_reader& in) {
+  if (in.read<std::uint64_t>() != window_) in.fail("it was taken with another --window");
+  in.read(devices_);
+}
+
 namespace {
 
 namespace st = troupe::stream;
@@ -75,6 +95,8 @@ struct moving_average : st::node<reading, reading> {
     r.average = mean.add(r.device, r.value);
     send_next(std::move(r));
   }
+  void snapshot(st::state_writer& out) const { out.write(mean); }
+  void restore(st::state_reader& in) { in.read(mean); }
 };
 
 struct detector : st::node<reading, reading> {
@@ -90,18 +112,16 @@ struct spikes {
   std::set<std::pair<int, std::uint64_t>> found;
 };
 
-struct sink : st::node<reading, void> {
-  static constexpr const char* kind = "sink";
-  output_file* out = nullptr;
+struct sink : app_sink<reading> {
   std::shared_ptr<spikes> all;
   void consume(const reading& r) {
     {
       std::lock_guard<std::mutex> guard{all->mtx};
       all->found.emplace(r.device, r.epoch);
     }
-    if (out->enabled())
-      out->line(std::to_string(r.device) + ' ' + std::to_string(r.epoch) + ' ' + std::to_string(r.value) + ' ' +
-                std::to_string(r.average));
+    if (writes())
+      line(std::to_string(r.device) + ' ' + std::to_string(r.epoch) + ' ' + std::to_string(r.value) + ' ' +
+           std::to_string(r.average));
   }
 };
 
@@ -114,8 +134,6 @@ double positive(const std::string& flag, const std::string& text) {
 }  // namespace
 
 outcome run(troupe::actor_system& sys, const cli& c) {
-  if (!c.checkpoint_dir.empty())
-    throw usage_error("--checkpoint-dir: troupe-sd takes no checkpoints yet (troupe-wc and troupe-fd do)");
   moving_average avg;
   const double w = positive("window", c.extra.at("window"));
   if (w != std::floor(w) || w > 1e12)
@@ -126,10 +144,11 @@ outcome run(troupe::actor_system& sys, const cli& c) {
   auto lines = c.input.empty() ? generate(1'000'000) : read_lines(c.input, c.max_line);
   std::uint64_t malformed = 0;
   auto data = load<reading>(lines, [](const std::string& l, reading& r) { return parse(l, r); }, malformed);
-  output_file out{c.output};
+  output_file out{c.checkpoint_dir.empty() ? c.output : std::string{}};
   auto all = std::make_shared<spikes>();
   sink snk;
   snk.out = &out;
+  if (!c.checkpoint_dir.empty()) snk.exactly_once = c.output;
   snk.all = all;
   outcome r{run_graph(sys, "sd",
                       troupe::pipeline{

@@ -39,12 +39,17 @@ class moving_mean {
  public:
   explicit moving_mean(std::size_t window = 1000) : window_{window} {}
   double add(int device, double value);
+  /// Its state, for checkpoints (--checkpoint-dir).
+  void save(troupe::stream::state_writer& out) const;
+  void load(troupe::stream::state_reader& in);
 
  private:
   struct series {
     std::vector<double> last;  // ring of the last `window` values
     std::size_t next = 0;
     double sum = 0;
+    void save(troupe::stream::state_writer& out) const;
+    void load(troupe::stream::state_reader& in);
   };
   std::size_t window_;
   std::unordered_map<int, series> devices_;

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "common/app_sample.hpp"
 #include "common/harness.hpp"
 #include "common/peer_process.hpp"
 #include "fd/fd.hpp"
@@ -76,18 +77,9 @@ troupe_apps::run_result run_app(const bench::params& p, cli& c, std::size_t work
   return troupe_apps::fd::run(sys, c).result;
 }
 
-bench::sample sample_of(const troupe_apps::run_result& r) {
-  if (r.source_tuples == 0) throw std::runtime_error("the source emitted nothing");
-  bench::sample s;
-  s.wall_s = r.elapsed_s;
-  s.add("source_tuples_per_s", r.source_rate(), "tuples/s", true);
-  s.add("elapsed_s", r.elapsed_s, "s");
-  return s;
-}
-
 bench::sample run_one_process(const bench::params& p) {
   cli c = flags(p);
-  return sample_of(run_app(p, c, 2));
+  return bench::app_sample(run_app(p, c, 2));
 }
 
 bench::sample run_two_processes(const bench::params& p) {
@@ -107,7 +99,7 @@ bench::sample run_two_processes(const bench::params& p) {
   c.extra["rank"] = "0";
   auto r = run_app(p, c, 1);
   server.join(deadline);
-  return sample_of(r);
+  return bench::app_sample(r);
 }
 
 }  // namespace
@@ -117,10 +109,7 @@ int main(int argc, char** argv) {
   s.name = "apps_split";
   s.description = "wc and fd at full speed: one process vs split over two processes on loopback, source tuples/s";
   s.impls = {{"one_process", run_one_process}, {"two_processes", run_two_processes}};
-  s.primary = bench::metric{"tuples_per_s", "tuples/s", true, [](const bench::sample& r, const bench::params&) {
-                              auto it = r.extra.find("source_tuples_per_s");
-                              return it == r.extra.end() ? 0.0 : it->second.value;
-                            }};
+  s.primary = bench::extra_metric("tuples_per_s", "tuples/s", true, "source_tuples_per_s");
   s.variants = [](bool full) {
     const std::int64_t seconds = full ? 10 : 5;
     return std::vector<bench::variant>{{"wc", {{"app", 0}, {"seconds", seconds}}},

@@ -147,6 +147,16 @@ struct metric {
   std::function<double(const sample&, const params&)> compute;
 };
 
+/// A primary figure that is one of the sample's extra figures (`key`; 0
+/// when the sample lacks it).
+inline metric extra_metric(std::string name, std::string unit, bool higher_is_better, std::string key) {
+  return metric{std::move(name), std::move(unit), higher_is_better,
+                [key = std::move(key)](const sample& r, const params&) {
+                  auto it = r.extra.find(key);
+                  return it == r.extra.end() ? 0.0 : it->second.value;
+                }};
+}
+
 /// One parameter set; `label` is a short human name ("1 worker").
 struct variant {
   std::string label;

@@ -29,10 +29,7 @@ int main(int argc, char** argv) {
              {"troupe_scraped", [](const bench::params& p) { return mc::run(p, mc::mode::scraped); }}};
   // Both workloads report sink_tuples_per_s (wc runs for a time, so the
   // tuple count is not a parameter).
-  s.primary = bench::metric{"tuples_per_s", "tuples/s", true, [](const bench::sample& r, const bench::params&) {
-                              auto it = r.extra.find("sink_tuples_per_s");
-                              return it == r.extra.end() ? 0.0 : it->second.value;
-                            }};
+  s.primary = bench::extra_metric("tuples_per_s", "tuples/s", true, "sink_tuples_per_s");
   s.variants = [](bool full) {
     const std::int64_t tuples = full ? 20'000'000 : 5'000'000;  // pipeline3's
     const std::int64_t graphs = full ? 40 : 120;

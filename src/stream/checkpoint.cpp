@@ -1,20 +1,28 @@
 // checkpoint.cpp: the checkpointer of a stream graph (detail/checkpointer.hpp)
 // and the checkpoint files.
 //
-// A checkpoint is one file, <dir>/chk-<id, 20 digits>.troupe, written as
-// <name>.tmp, flushed to disk, renamed, and the directory flushed: a file
-// with the final name is whole. Format version 1 (numbers in this machine's
-// byte order):
+// A checkpoint is one file per rank of the graph (one in all for a graph in
+// one process):
+//   <dir>/chk-<id, 20 digits>.troupe           rank 0's part; written last, it
+//                                              makes the checkpoint complete
+//   <dir>/chk-<id, 20 digits>.rank-<r>.troupe  rank r's part (r > 0)
+// Each is written as <name>.tmp, flushed to disk, renamed, and the directory
+// flushed: a file with the final name is whole. Format version 1 (numbers in
+// this machine's byte order):
 //   8 bytes  "TROUPECK"
 //   u32      format version (1)
 //   u64      checkpoint id
-//   u64      runner count, then per runner, in slot order:
+//   u32      the rank that wrote it, u32 how many ranks the graph has
+//   u64      runner count, then per runner of that rank, in slot order:
 //              u64 slot, u8 flags (1: it had finished), u64 + bytes: its
 //              node's name, u64 + bytes: its node's state
 //   u32      CRC-32 (IEEE) of every byte before it
-// A file whose checksum or length is wrong is skipped (a torn write from a
-// crash cannot happen given the rename, but a disk can still lose blocks);
-// a file of another format version stops the graph from starting.
+// A restart takes the newest checkpoint whose files, every rank's, are
+// whole; a file whose checksum or length is wrong is skipped (a torn write
+// from a crash cannot happen given the rename, but a disk can still lose
+// blocks), and so is a checkpoint with a rank's file missing. A file of
+// another format version, or of a graph with another number of ranks,
+// stops the graph from starting.
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -35,8 +43,11 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "troupe/actor/actor_system.hpp"
 #include "troupe/detail/checkpointer.hpp"
 #include "troupe/detail/graph_state.hpp"
+#include "troupe/ext/edges.hpp"
+#include "troupe/ext/owned_cell.hpp"
 #include "troupe/stream/checkpoint.hpp"
 #include "troupe/stream/state.hpp"
 
@@ -48,6 +59,7 @@ namespace {
 
 constexpr char magic[8] = {'T', 'R', 'O', 'U', 'P', 'E', 'C', 'K'};
 constexpr std::uint32_t format_version = 1;
+constexpr std::size_t header_size = sizeof magic + 4 + 8 + 4 + 4;  // up to the runner count
 constexpr const char* suffix = ".troupe";
 
 std::uint32_t crc32(const char* data, std::size_t n) noexcept {
@@ -65,17 +77,22 @@ std::uint32_t crc32(const char* data, std::size_t n) noexcept {
   return c ^ 0xFFFFFFFFU;
 }
 
-std::string file_name(std::uint64_t id) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "chk-%020llu%s", static_cast<unsigned long long>(id), suffix);
-  return buf;
+/// What follows the id in the name of a file of `rank`.
+std::string tail_of(std::size_t rank) {
+  return rank == 0 ? std::string{suffix} : ".rank-" + std::to_string(rank) + suffix;
 }
 
-/// The id in a checkpoint file's name (0: not one).
-std::uint64_t id_of(const fs::path& p) {
-  const auto name = p.filename().string();
-  const std::string_view sfx{suffix};
-  if (name.size() != 4 + 20 + sfx.size() || name.compare(0, 4, "chk-") != 0 || name.compare(24, sfx.size(), sfx) != 0)
+std::string file_name(std::uint64_t id, std::size_t rank) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "chk-%020llu", static_cast<unsigned long long>(id));
+  return buf + tail_of(rank);
+}
+
+/// The id in the name of a checkpoint file of `rank` (0: not one).
+std::uint64_t id_of(const std::string& name, std::size_t rank) {
+  const auto tail = tail_of(rank);
+  if (name.size() != 4 + 20 + tail.size() || name.compare(0, 4, "chk-") != 0 ||
+      name.compare(24, tail.size(), tail) != 0)
     return 0;
   std::uint64_t id = 0;
   for (std::size_t i = 4; i < 24; ++i) {
@@ -99,24 +116,130 @@ void sync_path(const fs::path& p, bool dir) {
   if (rc != 0) fail_io("flush", p, err);
 }
 
-/// The checkpoint files in `dir`, oldest first.
-std::vector<std::pair<std::uint64_t, fs::path>> checkpoint_files(const fs::path& dir) {
+/// The checkpoint files of `rank` in `dir`, oldest first (none if there is
+/// no such directory).
+std::vector<std::pair<std::uint64_t, fs::path>> checkpoint_files(const fs::path& dir, std::size_t rank) {
   std::vector<std::pair<std::uint64_t, fs::path>> files;
   std::error_code ec;
+  if (!fs::exists(dir, ec)) return files;
   for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
-    if (const auto id = id_of(it->path()); id != 0) files.emplace_back(id, it->path());
+    if (const auto id = id_of(it->path().filename().string(), rank); id != 0) files.emplace_back(id, it->path());
   if (ec) fail_io("list", dir, ec.value());
   std::sort(files.begin(), files.end());
   return files;
 }
 
-struct parsed_slot {
-  std::uint64_t slot = 0;
-  bool ended = false;
-  std::string name;
-  std::string state;
+/// A checkpoint file, read and checked.
+struct checkpoint_file {
+  fs::path path;
+  std::string bytes;
+  std::uint64_t id = 0;
+  std::uint32_t rank = 0, ranks = 0;
+  /// Its runners (after the header, before the checksum).
+  std::string_view runners() const {
+    return std::string_view{bytes}.substr(header_size, bytes.size() - header_size - 4);
+  }
 };
 
+/// Reads `p` into `f`: "" if it is whole, else why it is not usable. Throws
+/// checkpoint_error for a file of another format version.
+std::string load(const fs::path& p, checkpoint_file& f) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return "missing";
+  std::ifstream in{p, std::ios::binary};
+  f.path = p;
+  f.bytes.assign(std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{});
+  if (!in.good() && !in.eof()) return "unreadable";
+  const auto& b = f.bytes;
+  if (b.size() < sizeof magic + 4 || std::memcmp(b.data(), magic, sizeof magic) != 0)
+    return "not a troupe checkpoint (no header)";
+  std::uint32_t version = 0;
+  std::memcpy(&version, b.data() + sizeof magic, 4);
+  if (version != format_version)
+    throw stream::checkpoint_error{"troupe checkpoint: " + p.string() + " is in format version " +
+                                   std::to_string(version) + "; this build of troupe reads version " +
+                                   std::to_string(format_version) +
+                                   " (move the directory away to start the job afresh)"};
+  std::uint32_t sum = 0;
+  if (b.size() >= header_size + 8 + 4) std::memcpy(&sum, b.data() + b.size() - 4, 4);
+  if (b.size() < header_size + 8 + 4 || crc32(b.data(), b.size() - 4) != sum)
+    return "corrupt or partial (checksum mismatch), skipped";
+  std::memcpy(&f.id, b.data() + sizeof magic + 4, 8);
+  std::memcpy(&f.rank, b.data() + sizeof magic + 12, 4);
+  std::memcpy(&f.ranks, b.data() + sizeof magic + 16, 4);
+  return {};
+}
+
+/// The checkpoint a rank resumes from: the newest whose files are all
+/// whole (id 0: none), its file of that rank, and why newer ones are not.
+struct choice {
+  std::uint64_t id = 0;
+  checkpoint_file mine;
+  std::vector<std::string> skipped;
+};
+
+choice choose(const fs::path& dir, std::size_t rank, std::size_t ranks) {
+  choice c;
+  auto complete = checkpoint_files(dir, 0);  // rank 0's files: each completes its checkpoint
+  std::reverse(complete.begin(), complete.end());
+  for (const auto& [id, path] : complete) {
+    checkpoint_file first;
+    auto why = load(path, first);
+    if (why.empty() && (first.id != id || first.rank != 0)) why = "its header names another checkpoint";
+    if (!why.empty()) {
+      c.skipped.push_back(path.string() + ": " + why);
+      continue;
+    }
+    if (first.ranks != ranks)
+      throw stream::checkpoint_error{"troupe checkpoint: " + path.string() + " was written by a graph split over " +
+                                     std::to_string(first.ranks) + " rank(s); this one has " + std::to_string(ranks) +
+                                     " (move the directory away to start the job afresh)"};
+    bool whole = true;
+    checkpoint_file mine;
+    for (std::size_t r = 1; r < ranks && whole; ++r) {
+      checkpoint_file f;
+      const auto p = dir / file_name(id, r);
+      auto w = load(p, f);
+      if (w.empty() && (f.id != id || f.rank != r || f.ranks != ranks)) w = "its header names another checkpoint";
+      if (!w.empty()) {
+        c.skipped.push_back("checkpoint " + std::to_string(id) + ": " + p.string() + ": " + w);
+        whole = false;
+      } else if (r == rank) {
+        mine = std::move(f);
+      }
+    }
+    if (!whole) continue;
+    c.id = id;
+    c.mine = rank == 0 ? std::move(first) : std::move(mine);
+    return c;
+  }
+  return c;
+}
+
+/// The actor a split graph's checkpointers talk through: its mail wakes
+/// the checkpointer's thread.
+class checkpoint_cell final : public ext::owned_cell {
+ public:
+  checkpoint_cell(actor_system& sys, std::shared_ptr<checkpointer::mailbox> m) : owned_cell{sys}, box_{std::move(m)} {}
+
+ private:
+  void notify() noexcept override;
+  std::shared_ptr<checkpointer::mailbox> box_;
+};
+
+}  // namespace
+
+/// Between the cell (any thread) and a checkpointer that may have stopped.
+struct checkpointer::mailbox {
+  std::mutex mtx;
+  checkpointer* owner = nullptr;
+};
+
+namespace {
+void checkpoint_cell::notify() noexcept {
+  std::lock_guard<std::mutex> g{box_->mtx};
+  if (box_->owner != nullptr) box_->owner->mail_arrived();
+}
 }  // namespace
 
 void runner_base::restore_state(std::string_view state, bool ended) {
@@ -127,15 +250,22 @@ void runner_base::restore_state(std::string_view state, bool ended) {
   restored_ended_ = ended;
 }
 
-checkpointer::checkpointer(graph_state& g, stream::checkpoint_options o) : graph_{&g}, opts_{std::move(o)} {
+checkpointer::checkpointer(graph_state& g, stream::checkpoint_options o, ext::peers* peers, std::string name)
+    : graph_{&g}, opts_{std::move(o)}, peers_{peers}, name_{std::move(name)} {
   if (opts_.interval.count() <= 0)
     throw std::invalid_argument{"stream options: checkpoint.interval must be positive, got " +
                                 std::to_string(opts_.interval.count()) + " ms"};
   if (opts_.keep == 0) throw std::invalid_argument{"stream options: checkpoint.keep must be at least 1"};
+  if (peers_ != nullptr) {
+    rank_ = peers_->rank();
+    ranks_ = peers_->size();
+  }
   std::size_t n = 0;
-  for (auto& r : g.runners) n = std::max(n, r->settings().slot + 1);
+  for (auto& r : g.runners)
+    if (r->checkpointed()) n = std::max(n, r->settings().slot + 1);
   slots_.resize(n);
   for (auto& r : g.runners) {
+    if (!r->checkpointed()) continue;  // an edge between ranks
     auto& s = slots_[r->settings().slot];
     s.runner = r.get();
     r->set_checkpointer(this);
@@ -150,82 +280,108 @@ checkpointer::checkpointer(graph_state& g, stream::checkpoint_options o) : graph
   std::error_code ec;
   fs::create_directories(opts_.dir, ec);
   if (ec) fail_io("create the checkpoint directory", opts_.dir, ec.value());
+  if (peers_ != nullptr) connect();
+}
+
+// Before the graph starts, as its edges find each other's inlets: rank 0's
+// actor becomes findable, and every other rank finds it (blocking up to the
+// peers' connect timeout) and says where its own is. Mail that comes before
+// start() waits in the mailbox (mail_ starts raised).
+void checkpointer::connect() {
+  mailbox_ = std::make_shared<mailbox>();
+  auto* cell = new checkpoint_cell{*graph_->sys, mailbox_};
+  cell_ = cell;
+  self_ = cell->adopt();
+  try {
+    if (rank_ == 0) {
+      peer_.resize(ranks_);
+      peers_->publish(self_, name_ + "/checkpoints");
+    } else {
+      coordinator_ = peers_->find(0, name_ + "/checkpoints");
+      graph_->sys->send(coordinator_, ext::checkpoint_hello{}, static_cast<std::uint64_t>(rank_), self_);
+    }
+  } catch (...) {
+    cell_->end(error{});
+    throw;
+  }
 }
 
 checkpointer::~checkpointer() { stop(false); }
 
+stream::recovery checkpointer::find(const std::string& dir, std::size_t rank, std::size_t ranks) {
+  auto c = choose(dir, rank, ranks);
+  return stream::recovery{c.id, std::move(c.skipped)};
+}
+
 void checkpointer::restore() {
+  const fs::path dir{opts_.dir};
   std::error_code ec;
-  for (fs::directory_iterator it{opts_.dir, ec}, end; !ec && it != end; it.increment(ec))
-    if (const auto& p = it->path(); p.extension() == ".tmp" && p.filename().string().starts_with("chk-"))
-      fs::remove(p, ec);  // a write a crash interrupted
-  auto files = checkpoint_files(opts_.dir);
-  std::reverse(files.begin(), files.end());  // newest first
-  for (const auto& [id, path] : files) {
-    std::ifstream in{path, std::ios::binary};
-    std::string bytes{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-    if (!in.good() && !in.eof()) {
-      info_.skipped.push_back(path.string() + ": unreadable");
-      continue;
-    }
-    if (bytes.size() < sizeof magic + 4 || std::memcmp(bytes.data(), magic, sizeof magic) != 0) {
-      info_.skipped.push_back(path.string() + ": not a troupe checkpoint (no header)");
-      continue;
-    }
-    std::uint32_t version = 0;
-    std::memcpy(&version, bytes.data() + sizeof magic, 4);
-    if (version != format_version)
-      throw stream::checkpoint_error{"troupe checkpoint: " + path.string() + " is in format version " +
-                                     std::to_string(version) + "; this build of troupe reads version " +
-                                     std::to_string(format_version) +
-                                     " (move the directory away to start the job afresh)"};
-    std::uint32_t sum = 0;
-    if (bytes.size() >= sizeof magic + 8) std::memcpy(&sum, bytes.data() + bytes.size() - 4, 4);
-    if (bytes.size() < sizeof magic + 8 || crc32(bytes.data(), bytes.size() - 4) != sum) {
-      info_.skipped.push_back(path.string() + ": corrupt or partial (checksum mismatch), skipped");
-      continue;
-    }
-    stream::state_reader r{std::string_view{bytes}.substr(sizeof magic + 4, bytes.size() - sizeof magic - 8),
-                           path.string()};
-    std::vector<parsed_slot> parsed;
-    if (r.read<std::uint64_t>() != id) r.fail("its id differs from its name");
-    const auto n = r.read<std::uint64_t>();
-    if (n != slots_.size())
-      throw stream::checkpoint_error{"troupe checkpoint: " + path.string() + " was written by another graph (" +
-                                     std::to_string(n) + " nodes there, " + std::to_string(slots_.size()) + " here)"};
-    parsed.resize(slots_.size());
-    for (auto& p : parsed) {
-      r.read(p.slot);
-      std::uint8_t flags = 0;
-      r.read(flags);
-      p.ended = (flags & 1U) != 0;
-      r.read(p.name);
-      p.state = r.read_bytes();
-      if (p.slot >= slots_.size() || slots_[p.slot].runner == nullptr) r.fail("a slot out of range");
-      if (p.name != slots_[p.slot].runner->name())
-        throw stream::checkpoint_error{"troupe checkpoint: " + path.string() + " was written by another graph (slot " +
-                                       std::to_string(p.slot) + " is '" + p.name + "' there, '" +
-                                       slots_[p.slot].runner->name() + "' here)"};
-    }
-    if (r.left() != 0) r.fail("bytes after the last node");
-    for (auto& p : parsed) {
-      auto& s = slots_[p.slot];
-      s.runner->restore_state(p.state, p.ended);
-      if (p.ended) {
-        s.finished = true;
-        s.ended = true;
-        s.state = std::move(p.state);
-      }
-    }
-    info_.restored = id;
-    next_id_ = id + 1;
-    completed_.store(id, std::memory_order_release);  // listeners commit what it pre-committed (again)
-    return;
+  for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
+    if (const auto& p = it->path(); p.extension() == ".tmp" && id_of(p.stem().string(), rank_) != 0)
+      fs::remove(p, ec);  // a write of this rank's that a crash interrupted
+  auto c = choose(dir, rank_, ranks_);
+  info_.skipped = std::move(c.skipped);
+  // This rank's files of checkpoints after the one it resumes from never
+  // completed: they go, so that a new checkpoint of the same id is not
+  // mixed with them (no rank writes before every rank has chosen: the
+  // first checkpoint of this run completes only once all have started).
+  for (const auto& [id, path] : checkpoint_files(dir, rank_))
+    if (id > c.id) fs::remove(path, ec);
+  if (c.id == 0) return;
+  const auto& file = c.mine;
+  stream::state_reader r{file.runners(), file.path.string()};
+  const auto local = static_cast<std::uint64_t>(
+      std::count_if(slots_.begin(), slots_.end(), [](const slot_state& s) { return s.runner != nullptr; }));
+  const auto n = r.read<std::uint64_t>();
+  if (n != local)
+    throw stream::checkpoint_error{"troupe checkpoint: " + file.path.string() + " was written by another graph (" +
+                                   std::to_string(n) + " nodes there, " + std::to_string(local) + " here)"};
+  struct parsed_slot {
+    std::uint64_t slot = 0;
+    bool ended = false;
+    std::string name;
+    std::string state;
+  };
+  std::vector<parsed_slot> parsed(local);
+  for (auto& p : parsed) {
+    r.read(p.slot);
+    std::uint8_t flags = 0;
+    r.read(flags);
+    p.ended = (flags & 1U) != 0;
+    r.read(p.name);
+    p.state = r.read_bytes();
+    if (p.slot >= slots_.size() || slots_[p.slot].runner == nullptr) r.fail("a slot out of range");
+    if (p.name != slots_[p.slot].runner->name())
+      throw stream::checkpoint_error{"troupe checkpoint: " + file.path.string() +
+                                     " was written by another graph (slot " + std::to_string(p.slot) + " is '" +
+                                     p.name + "' there, '" + slots_[p.slot].runner->name() + "' here)"};
   }
+  if (r.left() != 0) r.fail("bytes after the last node");
+  for (auto& p : parsed) {
+    auto& s = slots_[p.slot];
+    s.runner->restore_state(p.state, p.ended);
+    if (p.ended) {
+      s.finished = true;
+      s.ended = true;
+      s.state = std::move(p.state);
+    }
+  }
+  info_.restored = c.id;
+  next_id_ = c.id + 1;
+  written_ = c.id;
+  completed_.store(c.id, std::memory_order_release);  // listeners commit what it pre-committed (again)
 }
 
 void checkpointer::start() {
-  thread_ = std::thread{[this] { run(); }};
+  if (mailbox_) {
+    std::lock_guard<std::mutex> g{mailbox_->mtx};
+    mailbox_->owner = this;
+  }
+  try {
+    thread_ = std::thread{[this] { run(); }};
+  } catch (...) {
+    graph_->fail(std::current_exception(), error{errc::checkpoint, "the checkpoints could not start"});
+  }
 }
 
 void checkpointer::stop(bool clean) noexcept {
@@ -239,19 +395,50 @@ void checkpointer::stop(bool clean) noexcept {
     if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
     else thread_.join();
   }
+  if (mailbox_) {
+    {
+      std::lock_guard<std::mutex> g{mailbox_->mtx};
+      mailbox_->owner = nullptr;
+    }
+    cell_->end(error{});
+  }
   if (!clean) return;
-  // The job is done: its checkpoints go (a rerun starts afresh).
+  // This rank's part of the job is done: its checkpoints go (a rerun starts
+  // afresh: with one rank's files gone, no checkpoint is whole any more).
   try {
     std::error_code ec;
-    for (const auto& f : checkpoint_files(opts_.dir)) fs::remove(f.second, ec);
+    for (const auto& f : checkpoint_files(opts_.dir, rank_)) fs::remove(f.second, ec);
   } catch (const stream::checkpoint_error&) {
     // A directory that cannot be listed any more: nothing sensible to do at the end.
   }
 }
 
+void checkpointer::mail_arrived() noexcept {
+  {
+    std::lock_guard<std::mutex> lock{mtx_};
+    mail_ = true;
+  }
+  cv_.notify_all();
+}
+
+void checkpointer::begin(std::uint64_t id) {
+  if (id <= requested_.load(std::memory_order_relaxed)) return;
+  requested_.store(id, std::memory_order_release);
+  for (auto& s : slots_)
+    if (s.runner != nullptr && !s.finished && s.runner->starts_checkpoints()) s.runner->wake();
+}
+
+void checkpointer::complete(std::uint64_t id) {
+  if (id <= completed_.load(std::memory_order_relaxed)) return;
+  completed_.store(id, std::memory_order_release);
+  for (auto& s : slots_)
+    if (s.runner != nullptr && !s.finished && s.runner->hears_checkpoints()) s.runner->wake();
+}
+
 void checkpointer::ack(std::uint64_t id, std::size_t slot, std::string state) {
   std::lock_guard<std::mutex> lock{mtx_};
-  if (id != requested_.load(std::memory_order_relaxed) || slot >= slots_.size()) return;
+  if (id < requested_.load(std::memory_order_relaxed) || slot >= slots_.size()) return;
+  begin(id);  // a barrier from another rank came before its trigger
   auto& s = slots_[slot];
   s.state = std::move(state);
   s.acked = id;
@@ -277,57 +464,156 @@ stream::recovery checkpointer::info() const {
   return info_;
 }
 
+std::string checkpointer::last_completed() const {
+  const auto id = completed();
+  if (id == 0) return "; no checkpoint had completed (a rerun starts afresh)";
+  return "; the last completed checkpoint is " + std::to_string(id) + " in " + opts_.dir +
+         " (rerun every rank to resume from it)";
+}
+
 bool checkpointer::all_acked(std::uint64_t id) const {
   return std::all_of(slots_.begin(), slots_.end(),
                      [id](const slot_state& s) { return s.runner == nullptr || s.acked == id || s.ended; });
 }
 
+template <class Pred>
+bool checkpointer::await(std::unique_lock<std::mutex>& lock, Pred pred, std::chrono::steady_clock::time_point until) {
+  for (;;) {
+    if (stopping_ || broken_) return false;
+    if (mail_) {
+      mail_ = false;
+      handle_mail();
+      continue;
+    }
+    if (pred()) return true;
+    if (until == std::chrono::steady_clock::time_point::max()) cv_.wait(lock);
+    else cv_.wait_until(lock, until);
+  }
+}
+
+void checkpointer::handle_mail() {
+  if (cell_ == nullptr) return;  // a graph in one process
+  cell_->drain([this](message& m) {
+    if (m.match<ext::checkpoint_trigger, std::uint64_t>()) {
+      begin(std::get<1>(m.get<ext::checkpoint_trigger, std::uint64_t>()));
+    } else if (m.match<ext::checkpoint_complete, std::uint64_t>()) {
+      complete(std::get<1>(m.get<ext::checkpoint_complete, std::uint64_t>()));
+    } else if (m.match<ext::checkpoint_done, std::uint64_t, std::uint64_t>()) {
+      auto& [a, r, id] = m.get<ext::checkpoint_done, std::uint64_t, std::uint64_t>();
+      if (r < peer_.size()) peer_[r].done = std::max(peer_[r].done, id);
+    } else if (m.match<ext::checkpoint_hello, std::uint64_t, actor>()) {
+      auto& [a, r, who] = m.get<ext::checkpoint_hello, std::uint64_t, actor>();
+      if (r < peer_.size() && r != 0) peer_[r].handle = who;
+    } else {
+      count_dead_letter(*graph_->sys);
+    }
+  });
+}
+
 void checkpointer::run() {
   std::unique_lock<std::mutex> lock{mtx_};
-  while (!stopping_ && !broken_) {
-    cv_.wait_for(lock, opts_.interval, [this] { return stopping_ || broken_; });
-    if (stopping_ || broken_) break;
+  if (rank_ == 0) coordinate(lock);
+  else follow(lock);
+}
+
+void checkpointer::coordinate(std::unique_lock<std::mutex>& lock) {
+  const auto others = [this] { return peer_.size() > 1 ? peer_.begin() + 1 : peer_.end(); };
+  // Every other rank says where its checkpointer is.
+  if (!await(lock,
+             [&] { return std::all_of(others(), peer_.end(), [](const rank_state& p) { return bool{p.handle}; }); }))
+    return;
+  for (;;) {
+    const auto due = std::chrono::steady_clock::now() + opts_.interval;  // from the end of the last one
+    if (!await(lock, [due] { return std::chrono::steady_clock::now() >= due; }, due)) return;
     const auto id = next_id_++;
-    requested_.store(id, std::memory_order_release);
-    for (auto& s : slots_)
-      if (s.runner != nullptr && !s.finished && s.runner->starts_checkpoints()) s.runner->wake();
-    cv_.wait(lock, [this, id] { return stopping_ || broken_ || all_acked(id); });
-    if (stopping_ || broken_) break;
+    begin(id);
+    lock.unlock();  // (a rank of this process may be sending to this one meanwhile)
+    for (auto it = others(); it != peer_.end(); ++it) graph_->sys->send(it->handle, ext::checkpoint_trigger{}, id);
+    lock.lock();
+    if (!await(lock, [&] { return all_acked(id); })) return;
     // The file, while the runners go on (they only wait for the lock to
-    // acknowledge the next one).
-    std::string bytes{magic, sizeof magic};
-    stream::state_writer out{bytes};
-    out.write(format_version);
-    out.write(id);
-    out.write(static_cast<std::uint64_t>(slots_.size()));
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      const auto& s = slots_[i];
-      out.write(static_cast<std::uint64_t>(i));
-      out.write(static_cast<std::uint8_t>(s.ended ? 1 : 0));
-      out.write(s.runner != nullptr ? s.runner->name() : std::string{});
-      out.write_bytes(s.state);
-    }
-    out.write(crc32(bytes.data(), bytes.size()));
+    // acknowledge the next one), once every other rank has its part.
+    const auto bytes = serialize(id);
+    if (!await(lock,
+               [&] { return std::all_of(others(), peer_.end(), [id](const rank_state& p) { return p.done >= id; }); }))
+      return;
     lock.unlock();
     try {
       write(id, bytes);
-      prune();
+      prune(id);
     } catch (...) {
-      // No checkpoint completes any more: the graph fails with the reason.
-      graph_->fail(std::current_exception(),
-                   error{errc::checkpoint, "checkpoint " + std::to_string(id) + " could not be written"});
+      write_failed(id);
       return;
     }
+    for (auto it = others(); it != peer_.end(); ++it) graph_->sys->send(it->handle, ext::checkpoint_complete{}, id);
     lock.lock();
-    completed_.store(id, std::memory_order_release);
-    for (auto& s : slots_)
-      if (s.runner != nullptr && !s.finished && s.runner->hears_checkpoints()) s.runner->wake();
+    complete(id);
   }
+}
+
+void checkpointer::follow(std::unique_lock<std::mutex>& lock) {
+  std::uint64_t pruned = completed_.load(std::memory_order_relaxed);
+  for (;;) {
+    const auto ready = [&] {
+      const auto id = requested_.load(std::memory_order_relaxed);
+      return (id > written_ && all_acked(id)) || completed_.load(std::memory_order_relaxed) > pruned;
+    };
+    if (!await(lock, ready)) return;
+    if (const auto done = completed_.load(std::memory_order_relaxed); done > pruned) {
+      pruned = done;
+      lock.unlock();
+      try {
+        prune(done);
+      } catch (const stream::checkpoint_error&) {  // NOLINT(bugprone-empty-catch): the next one tries again
+      }
+      lock.lock();
+      continue;
+    }
+    const auto id = requested_.load(std::memory_order_relaxed);
+    const auto bytes = serialize(id);
+    lock.unlock();
+    try {
+      write(id, bytes);
+    } catch (...) {
+      write_failed(id);
+      return;
+    }
+    graph_->sys->send(coordinator_, ext::checkpoint_done{}, static_cast<std::uint64_t>(rank_), id);
+    lock.lock();
+    written_ = id;
+  }
+}
+
+std::string checkpointer::serialize(std::uint64_t id) const {
+  std::string bytes{magic, sizeof magic};
+  stream::state_writer out{bytes};
+  out.write(format_version);
+  out.write(id);
+  out.write(static_cast<std::uint32_t>(rank_));
+  out.write(static_cast<std::uint32_t>(ranks_));
+  out.write(static_cast<std::uint64_t>(
+      std::count_if(slots_.begin(), slots_.end(), [](const slot_state& s) { return s.runner != nullptr; })));
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const auto& s = slots_[i];
+    if (s.runner == nullptr) continue;  // another rank's
+    out.write(static_cast<std::uint64_t>(i));
+    out.write(static_cast<std::uint8_t>(s.ended ? 1 : 0));
+    out.write(s.runner->name());
+    out.write_bytes(s.state);
+  }
+  out.write(crc32(bytes.data(), bytes.size()));
+  return bytes;
+}
+
+void checkpointer::write_failed(std::uint64_t id) noexcept {
+  // No checkpoint completes any more: the graph fails with the reason.
+  graph_->fail(std::current_exception(),
+               error{errc::checkpoint, "checkpoint " + std::to_string(id) + " could not be written"});
 }
 
 void checkpointer::write(std::uint64_t id, const std::string& bytes) const {
   const fs::path dir{opts_.dir};
-  const auto final_path = dir / file_name(id);
+  const auto final_path = dir / file_name(id, rank_);
   auto tmp = final_path;
   tmp += ".tmp";
   {
@@ -345,10 +631,10 @@ void checkpointer::write(std::uint64_t id, const std::string& bytes) const {
   sync_path(dir, true);
 }
 
-void checkpointer::prune() const {
-  const auto files = checkpoint_files(opts_.dir);
+void checkpointer::prune(std::uint64_t upto) const {
   std::error_code ec;
-  for (std::size_t i = 0; i + opts_.keep < files.size(); ++i) fs::remove(files[i].second, ec);
+  for (const auto& [id, path] : checkpoint_files(opts_.dir, rank_))
+    if (id + opts_.keep <= upto) fs::remove(path, ec);
 }
 
 }  // namespace troupe::detail
@@ -359,6 +645,10 @@ namespace troupe::stream {
 
 namespace fs = std::filesystem;
 using troupe::detail::sync_path;
+
+recovery checkpoint_to_resume(const std::string& dir, std::size_t rank, std::size_t ranks) {
+  return troupe::detail::checkpointer::find(dir, rank, ranks);
+}
 
 namespace {
 

@@ -318,7 +318,7 @@ void graph_state::launch(std::shared_ptr<graph_state> me) {
   // Checkpoints: before anything runs, every node takes its state from the
   // last completed checkpoint (a directory it cannot use throws from here).
   if (!opts.checkpoint.dir.empty()) {
-    checkpoints = std::make_unique<checkpointer>(*this, opts.checkpoint);
+    checkpoints = std::make_unique<checkpointer>(*this, opts.checkpoint, peers, name);
     checkpoints->restore();
   }
   self = std::move(me);

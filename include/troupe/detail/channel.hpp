@@ -191,6 +191,9 @@ class runner_base : public resumable {
   virtual bool hears_checkpoints() const noexcept { return false; }
   /// Its node declares state (snapshot, restore).
   virtual bool has_state() const noexcept { return false; }
+  /// It takes part in checkpoints (the edges of a split graph only pass
+  /// barriers on).
+  virtual bool checkpointed() const noexcept { return true; }
 
  protected:
   virtual step_result step(std::size_t budget) = 0;

@@ -12,18 +12,36 @@
 // checkpoint file (the runners do not wait for it: snapshots are
 // asynchronous), raises `completed` and wakes the runners whose node listens
 // (two-phase sinks commit then). Files: src/stream/checkpoint.cpp.
+//
+// A graph split across processes: each rank's checkpointer writes its own
+// part of a checkpoint (its runners' states; the edges keep none), and rank
+// 0's coordinates (ext/edges.hpp has the messages). It starts checkpoint n
+// on every rank, waits until every rank has its part on disk, writes its
+// own file last (the one that makes n complete) and tells the others, whose
+// listeners then commit. A barrier that reaches a rank before the trigger
+// starts the checkpoint there as well. A restart picks, on every rank, the
+// newest checkpoint whose files of all ranks are whole (the directory is
+// one all ranks see: one machine, or a shared file system).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "troupe/actor/actor.hpp"
 #include "troupe/stream/options.hpp"
+
+namespace troupe::ext {
+class peers;
+class owned_cell;
+}  // namespace troupe::ext
 
 namespace troupe::detail {
 
@@ -32,7 +50,8 @@ struct graph_state;
 
 class checkpointer {
  public:
-  checkpointer(graph_state& g, stream::checkpoint_options o);
+  /// `peers`: the graph is this rank's part of a split graph, `name` its name.
+  checkpointer(graph_state& g, stream::checkpoint_options o, ext::peers* peers = nullptr, std::string name = {});
   ~checkpointer();
   checkpointer(const checkpointer&) = delete;
   checkpointer& operator=(const checkpointer&) = delete;
@@ -60,6 +79,17 @@ class checkpointer {
   void finished(std::size_t slot, std::string state, bool clean);
 
   stream::recovery info() const;
+  /// For errors: "; the last completed checkpoint is 7 ..." (or that none is).
+  std::string last_completed() const;
+
+  /// The checkpoint a graph of `rank` (of `ranks`) would resume from in
+  /// `dir` (restored 0: none), and why newer ones are skipped. Throws
+  /// checkpoint_error for a directory it could not use.
+  static stream::recovery find(const std::string& dir, std::size_t rank, std::size_t ranks);
+
+  struct mailbox;  // between the actor the ranks' checkpointers talk through and this one
+  /// Mail came to this checkpointer's actor (any thread).
+  void mail_arrived() noexcept;
 
  private:
   struct slot_state {
@@ -69,11 +99,33 @@ class checkpointer {
     bool finished = false;    // it will not run again (wake it no more)
     bool ended = false;       // finished cleanly: `state` is final
   };
+  struct rank_state {
+    actor handle;            // its checkpointer's actor (from its hello)
+    std::uint64_t done = 0;  // the last checkpoint it has on disk
+  };
+  void connect();
   void run();
+  void coordinate(std::unique_lock<std::mutex>& lock);
+  void follow(std::unique_lock<std::mutex>& lock);
+  /// Waits until pred() (re-checked at `until` too), handling mail
+  /// meanwhile; false: stopping or broken.
+  template <class Pred>
+  bool await(std::unique_lock<std::mutex>& lock, Pred pred,
+             std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max());
+  void handle_mail();
+  /// Starts checkpoint `id` here (if newer): wakes the sources.
+  void begin(std::uint64_t id);
+  /// Checkpoint `id` is complete: listeners commit, old files go.
+  void complete(std::uint64_t id);
   bool all_acked(std::uint64_t id) const;
-  /// Writes checkpoint `id` (its file, then the rename); throws checkpoint_error.
+  /// This rank's part of checkpoint `id`, as bytes.
+  std::string serialize(std::uint64_t id) const;
+  /// Writes this rank's file of checkpoint `id`; throws checkpoint_error.
   void write(std::uint64_t id, const std::string& bytes) const;
-  void prune() const;
+  /// Keeps this rank's files of the last `keep` checkpoints up to `upto`.
+  void prune(std::uint64_t upto) const;
+  /// The graph fails: checkpoint `id` could not be written.
+  void write_failed(std::uint64_t id) noexcept;
 
   graph_state* graph_;
   stream::checkpoint_options opts_;
@@ -87,6 +139,17 @@ class checkpointer {
   std::uint64_t next_id_ = 1;
   stream::recovery info_;
   std::thread thread_;
+  // A split graph (else peers_ is null and there is one rank).
+  ext::peers* peers_ = nullptr;
+  std::string name_;
+  std::size_t rank_ = 0, ranks_ = 1;
+  std::shared_ptr<mailbox> mailbox_;
+  ext::owned_cell* cell_ = nullptr;
+  actor self_;                    // this checkpointer's actor (it keeps cell_)
+  actor coordinator_;             // rank 0's (on the other ranks)
+  std::vector<rank_state> peer_;  // rank 0: the other ranks
+  bool mail_ = true;              // mail may have come since the last drain
+  std::uint64_t written_ = 0;     // the last checkpoint whose part is on disk here
 };
 
 }  // namespace troupe::detail

@@ -103,6 +103,8 @@ class edge_runner : public runner_base {
       : runner_base{g, std::move(name), s}, peers_{&p}, cfg_{cfg}, box_{*g.sys} {}
 
   const actor& handle() const noexcept { return box_.handle(); }
+  /// Edges keep no state: they pass barriers on, lane by lane.
+  bool checkpointed() const noexcept override { return false; }
 
  protected:
   enum class phase { fresh, running, ending, finished };
@@ -113,7 +115,8 @@ class edge_runner : public runner_base {
   /// peer is not an element's failure).
   step_result fail_with(const std::string& what) noexcept {
     try {
-      const std::string full = "stream edge '" + name() + "': " + what;
+      std::string full = "stream edge '" + name() + "': " + what;
+      if (graph_->checkpoints) full += graph_->checkpoints->last_completed();
       runner_base::fail(std::make_exception_ptr(stream::edge_error{full}), error{errc::edge_lost, full});
     } catch (...) {
       runner_base::fail(std::current_exception(), error{errc::edge_lost});
@@ -225,7 +228,8 @@ class edge_sender final : public edge_sender_base, public input_side<E> {
     for (auto& c : this->inputs_)
       if (!c->ring.empty() ||
           (c->closed.load(std::memory_order_acquire) && !c->drained.load(std::memory_order_relaxed)) ||
-          c->watermark.load(std::memory_order_acquire) != c->watermark_seen.load(std::memory_order_relaxed))
+          c->watermark.load(std::memory_order_acquire) != c->watermark_seen.load(std::memory_order_relaxed) ||
+          c->barrier.load(std::memory_order_acquire) != c->barrier_seen.load(std::memory_order_relaxed))
         return true;
     return false;
   }
@@ -313,7 +317,8 @@ class edge_sender final : public edge_sender_base, public input_side<E> {
     c.watermark_pending = true;
   }
 
-  /// One lane: what its channel holds, into batches. false: no credit.
+  /// One lane: what its channel holds, into batches, with its watermarks
+  /// and checkpoint barriers in their places. false: no credit.
   bool drain_lane(channel<E>& c, lane& l, bool& moved) {
     for (;;) {
       sample(c);
@@ -328,6 +333,21 @@ class edge_sender final : public edge_sender_base, public input_side<E> {
       if (l.pending.items.size() == cfg_.batch && !flush(l)) return false;
       std::size_t max = cfg_.batch - l.pending.items.size();
       if (c.watermark_pending) max = std::min(max, c.watermark_after);
+      // A barrier (C7, C8): the published count first, so that a pass that
+      // sees no barrier takes only what was published before it.
+      max = std::min(max, c.ring.size());
+      if (const auto id = c.barrier.load(std::memory_order_acquire); id != c.barrier_in) {
+        c.barrier_seen.store(id, std::memory_order_relaxed);
+        const auto left = c.barrier_at.load(std::memory_order_relaxed) - c.ring.taken_total();
+        if (left == 0) {
+          if (!flush(l)) return false;
+          c.barrier_in = id;
+          system().send(inlet_, ext::edge_barrier{}, l.id, id);
+          moved = true;
+          continue;
+        }
+        max = std::min(max, left);
+      }
       auto& items = l.pending.items;
       const auto got = c.ring.consume_runs(max, [&items](E* from, std::size_t n) noexcept {
         items.insert(items.end(), std::make_move_iterator(from), std::make_move_iterator(from + n));  // reserved
@@ -505,7 +525,10 @@ class edge_receiver final : public edge_receiver_base {
   bool has_input() const noexcept override { return false; }  // mail only (box_.has_mail)
 
  private:
-  using event = std::variant<ext::batch<E>, std::uint64_t>;  // a batch, or a watermark
+  struct barrier_mark {
+    std::uint64_t id;
+  };
+  using event = std::variant<ext::batch<E>, std::uint64_t, barrier_mark>;  // a batch, a watermark, a barrier
   struct lane {
     std::uint64_t id = 0;
     bool opened = false;
@@ -547,6 +570,10 @@ class edge_receiver final : public edge_receiver_base {
       auto& [a, id, w] = m.get<ext::edge_mark, std::uint64_t, std::uint64_t>();
       if (auto* l = find(id); l != nullptr && !l->ended) l->events.emplace_back(std::in_place_index<1>, w);
       else fail(from(id) + ": a watermark outside its stream");
+    } else if (m.match<ext::edge_barrier, std::uint64_t, std::uint64_t>()) {
+      auto& [a, id, b] = m.get<ext::edge_barrier, std::uint64_t, std::uint64_t>();
+      if (auto* l = find(id); l != nullptr && !l->ended) l->events.emplace_back(barrier_mark{b});
+      else fail(from(id) + ": a checkpoint barrier outside its stream");
     } else if (m.match<ext::edge_open, std::uint64_t, actor>()) {
       auto& [a, id, credit_to] = m.get<ext::edge_open, std::uint64_t, actor>();
       open(id, credit_to);
@@ -610,6 +637,11 @@ class edge_receiver final : public edge_receiver_base {
       auto& ev = l.events.front();
       if (ev.index() == 1) {
         out.watermark(std::get<1>(ev));
+        l.events.pop_front();
+        continue;
+      }
+      if (ev.index() == 2) {
+        out.barrier(std::get<2>(ev).id);
         l.events.pop_front();
         continue;
       }

@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -51,6 +52,8 @@ struct graph_state final : shutdown_client {
   bool staged = false;                        // the builder numbered the stages (a graph split across processes)
   std::size_t rank = 0;                       // split: this process's rank
   std::unique_ptr<checkpointer> checkpoints;  // options.checkpoint.dir set (else null)
+  ext::peers* peers = nullptr;                // split: the ranks (their checkpointers coordinate)
+  std::string name;                           // split: the graph's name among them
 
   /// Starts every runner (pool) or its thread (dedicated).
   void launch(std::shared_ptr<graph_state> me);

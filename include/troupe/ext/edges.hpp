@@ -13,12 +13,20 @@
 //   edge_open,   lane, credit actor        sender -> inlet   (the inlet grants `window`)
 //   edge_data,   lane, batch<E>            sender -> inlet
 //   edge_mark,   lane, watermark           sender -> inlet   (after the data before it)
+//   edge_barrier, lane, checkpoint id      sender -> inlet   (after the data before it)
 //   edge_end,    lane, count sent          sender -> inlet
 //   edge_credit, lane, granted, consumed   inlet  -> credit actor
 // A lane is one producer replica's stream into one consumer replica (a local
 // graph's channel): order, watermarks and end of stream are per lane.
 // Failures: each side monitors the other's actor; a down message with an
 // error (a lost peer, an aborted part) fails the graph, naming the peer.
+// Checkpoints (stream/checkpoint.hpp): barriers cross with the lanes; rank
+// 0's checkpointer coordinates the others' through an actor of each, found
+// as "<graph name>/checkpoints" on rank 0:
+//   checkpoint_hello,    rank, actor       rank r -> rank 0  (its checkpointer)
+//   checkpoint_trigger,  id                rank 0 -> rank r  (start checkpoint id)
+//   checkpoint_done,     rank, id          rank r -> rank 0  (its part of id is on disk)
+//   checkpoint_complete, id                rank 0 -> rank r  (id is complete)
 #pragma once
 
 #include <chrono>
@@ -86,6 +94,11 @@ struct edge_data {};
 struct edge_mark {};
 struct edge_end {};
 struct edge_credit {};
+struct edge_barrier {};
+struct checkpoint_hello {};
+struct checkpoint_trigger {};
+struct checkpoint_done {};
+struct checkpoint_complete {};
 
 /// Buffers of element type T that the edges of this process reuse: a
 /// sender fills one per message, a module's decoder takes one for a batch

@@ -214,14 +214,14 @@ stream::graph spawn_split(actor_system& sys, const P& pattern, peers& where, std
   } else {
     namespace d = detail;
     d::check_options(opts);
-    if (!opts.checkpoint.dir.empty())
-      throw std::invalid_argument{"stream options: a graph split across processes does not take checkpoints yet"};
     if (cfg.batch == 0 || (cfg.window != 0 && cfg.window < cfg.batch) || (cfg.window == 0 && cfg.window_bytes == 0))
       throw std::invalid_argument(
           "troupe: the edges of a split graph need 0 < batch <= window, or a window in bytes (batch " +
           std::to_string(cfg.batch) + ", window " + std::to_string(cfg.window) + ", window_bytes " +
           std::to_string(cfg.window_bytes) + ")");
     auto st = std::make_shared<d::graph_state>(sys, std::move(opts));
+    st->peers = &where;
+    st->name = name;
     auto b = d::make_builder(*st);
     d::split_plan plan;
     plan.peers = &where;

@@ -34,10 +34,16 @@
 // (file_sink) gives exactly-once output; any other sink sees the elements
 // after that checkpoint again (at least once).
 //
-// Not yet: graphs split across processes, graphs fed by an entry actor,
-// unaligned barriers, the RocksDB backend (docs/fault-tolerance.md).
+// A graph split across processes (net::split) takes checkpoints the same
+// way, every rank with the same directory (one all ranks see): each rank
+// writes its part, rank 0 completes the checkpoint, and rerunning every rank
+// resumes them all from it.
+//
+// Not yet: graphs fed by an entry actor, unaligned barriers, the RocksDB
+// backend (docs/fault-tolerance.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -47,9 +53,17 @@
 #include <vector>
 
 #include "troupe/stream/node.hpp"
+#include "troupe/stream/options.hpp"
 #include "troupe/stream/state.hpp"
 
 namespace troupe::stream {
+
+/// The checkpoint a graph with checkpoint directory `dir` would resume from
+/// (restored 0: it would start afresh), and why newer ones would be
+/// skipped; `rank` of `ranks` for a split graph. For an application that
+/// must know before it spawns the graph (to start an output afresh).
+/// Throws checkpoint_error for a directory a graph could not use.
+recovery checkpoint_to_resume(const std::string& dir, std::size_t rank = 0, std::size_t ranks = 1);
 
 /// The source interface of checkpointing graphs (and of the connectors):
 /// a source that reports its position and seeks to it. Derive, and define

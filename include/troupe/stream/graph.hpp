@@ -97,6 +97,9 @@ class graph {
   /// A graph with a checkpoint directory: the checkpoint it resumed from
   /// (0: none) and the newer ones it could not use.
   stream::recovery recovery() const { return st_->checkpoints ? st_->checkpoints->info() : stream::recovery{}; }
+  /// The id of the last completed checkpoint (0: none; ids go on from the
+  /// one it resumed from).
+  std::uint64_t last_checkpoint() const noexcept { return st_->checkpoints ? st_->checkpoints->completed() : 0; }
 
  private:
   void rethrow() const {

@@ -1,0 +1,231 @@
+// recovery_time: how long a job killed with SIGKILL takes to give output
+// again once it is started anew from its last checkpoint, with 10 MB and
+// 100 MB of operator state.
+//
+// The job: a replayable generator (a counter, at full speed) -> a node that
+// counts its elements by key in a dense table of `mb` MB (its state: the
+// table, written whole at every checkpoint; state in memory) -> a sink.
+// Checkpoints every second into a fresh directory under $TMPDIR.
+// One run:
+//   1. a first process (forked) runs the job until its directory holds a
+//      completed checkpoint; then it is killed (SIGKILL) at once;
+//   2. from the kill, a second process (forked) runs the same job with the
+//      same directory: it finds the checkpoint, restores the table (reads
+//      and checks the file, copies the state in), seeks the generator and
+//      starts; its sink's first element ends the measured span.
+// The span includes starting the process's actor system and graph (fork
+// copies the parent; no exec: a real restart adds loading the binary).
+//
+// params:
+//   mb   the table's size in MB (the checkpoint file is that much and a few bytes)
+// impls:
+//   heap  the in-memory state backend (the only one so far)
+// Measured region: from the kill of the first process to the first element
+// at the second's sink (steady_clock, one clock for both processes).
+// Figure: recovery_ms (lower is better).
+// Extras: restore_ms (spawn() in the second process, which restores before
+// it starts the nodes), checkpoint_mb (the file's size).
+// Check: the second process resumed from a checkpoint (restored id >= 1).
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/harness.hpp"
+#include "troupe/troupe.hpp"
+
+namespace {
+
+namespace st = troupe::stream;
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+/// Counts by key in a table of `n` counters: the state.
+struct table_counts : st::node<std::uint64_t, std::uint64_t> {
+  static constexpr const char* kind = "table_counts";
+  std::size_t n = 0;
+  std::vector<std::uint64_t> table;
+  void on_start() {
+    if (table.empty()) table.assign(n, 0);  // afresh (restore() filled it otherwise)
+  }
+  void consume(std::uint64_t& x) { send_next(++table[(x * 0x9E3779B97F4A7C15ULL) % n]); }
+  void snapshot(st::state_writer& out) const { out.write(table); }
+  void restore(st::state_reader& in) {
+    in.read(table);
+    if (table.size() != n) in.fail("a table of another size");
+  }
+};
+
+/// Tells `seen` the first element's time.
+struct first_sink : st::node<std::uint64_t, void> {
+  static constexpr const char* kind = "first_sink";
+  std::atomic<std::int64_t>* seen = nullptr;
+  void consume(std::uint64_t&) {
+    if (seen->load(std::memory_order_relaxed) == 0) seen->store(now_ns(), std::memory_order_release);
+  }
+};
+
+/// The job, in this process: runs until `stop` says so; `seen` gets the time
+/// of the sink's first element.
+st::graph spawn_job(troupe::actor_system& sys, const std::string& dir, std::size_t mb, std::atomic<std::int64_t>& seen) {
+  table_counts counts;
+  counts.n = mb * 1024 * 1024 / sizeof(std::uint64_t);
+  first_sink sink;
+  sink.seen = &seen;
+  return troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{st::generator([](std::uint64_t i) -> std::optional<std::uint64_t> { return i; }), counts, sink},
+      st::options{.checkpoint = {.dir = dir, .interval = std::chrono::milliseconds{1000}}});
+}
+
+[[noreturn]] void child_fails(int fd, const std::string& what) {
+  const std::string line = "error " + what + "\n";
+  (void)!::write(fd, line.data(), line.size());
+  std::_Exit(1);
+}
+
+/// Reads one line from `fd` before `deadline` ("" on time out or end).
+std::string read_line(int fd, clock_type::time_point deadline) {
+  std::string line;
+  while (clock_type::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    char c = 0;
+    if (::read(fd, &c, 1) != 1) break;
+    if (c == '\n') return line;
+    line += c;
+  }
+  return line;
+}
+
+/// Whether `dir` holds a completed checkpoint file.
+bool has_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".troupe") return true;
+  return false;
+}
+
+struct process {
+  pid_t pid = -1;
+  ~process() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  void kill_now() {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+};
+
+bench::sample run_heap(const bench::params& p) {
+  const auto mb = static_cast<std::size_t>(p.get("mb"));
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = (fs::path{tmp != nullptr ? tmp : "/tmp"} / "troupe_recovery_time_XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) throw std::runtime_error("cannot make a directory under $TMPDIR");
+  struct cleanup {
+    std::string d;
+    ~cleanup() { fs::remove_all(d); }
+  } gone{dir};
+  const auto deadline = clock_type::now() + std::chrono::seconds{100};
+
+  // 1. The first run, killed once a checkpoint is complete.
+  process first;
+  first.pid = ::fork();
+  if (first.pid < 0) throw std::runtime_error("fork failed");
+  if (first.pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    troupe::actor_system sys{troupe::config{.workers = 2}};
+    std::atomic<std::int64_t> seen{0};
+    auto g = spawn_job(sys, dir, mb, seen);
+    g.wait();
+    std::_Exit(0);
+  }
+  while (!has_checkpoint(dir)) {
+    if (clock_type::now() > deadline) throw std::runtime_error("the first run completed no checkpoint");
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  double checkpoint_mb = 0;
+  for (auto& f : fs::directory_iterator{dir})
+    if (f.path().extension() == ".troupe") checkpoint_mb = static_cast<double>(fs::file_size(f.path())) / 1048576.0;
+  const auto killed = now_ns();
+  first.kill_now();
+
+  // 2. The same job again.
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  process second;
+  second.pid = ::fork();
+  if (second.pid < 0) throw std::runtime_error("fork failed");
+  if (second.pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::close(fds[0]);
+    try {
+      troupe::actor_system sys{troupe::config{.workers = 2}};
+      std::atomic<std::int64_t> seen{0};
+      const auto spawning = now_ns();
+      auto g = spawn_job(sys, dir, mb, seen);
+      const auto spawned = now_ns();
+      while (seen.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+      const std::string line = std::to_string(seen.load()) + " " + std::to_string(spawned - spawning) + " " +
+                               std::to_string(g.recovery().restored) + "\n";
+      (void)!::write(fds[1], line.data(), line.size());
+    } catch (const std::exception& e) {
+      child_fails(fds[1], e.what());
+    }
+    std::_Exit(0);  // the measurement is over: no orderly end
+  }
+  ::close(fds[1]);
+  const auto line = read_line(fds[0], deadline);
+  ::close(fds[0]);
+  if (line.rfind("error ", 0) == 0) throw std::runtime_error("the restarted run failed: " + line.substr(6));
+  long long first_at = 0, restore_ns = 0;
+  unsigned long long restored = 0;
+  if (std::sscanf(line.c_str(), "%lld %lld %llu", &first_at, &restore_ns, &restored) != 3)
+    throw std::runtime_error("the restarted run reported nothing");
+  if (restored == 0) throw std::runtime_error("the restarted run did not resume from a checkpoint");
+  bench::sample s;
+  s.wall_s = static_cast<double>(first_at - killed) / 1e9;
+  s.add("recovery_ms", static_cast<double>(first_at - killed) / 1e6, "ms");
+  s.add("restore_ms", static_cast<double>(restore_ns) / 1e6, "ms");
+  s.add("checkpoint_mb", checkpoint_mb, "MB");
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::spec s;
+  s.name = "recovery_time";
+  s.description = "a job killed with SIGKILL and started anew: from the kill to its first output, 10 and 100 MB of state";
+  s.impls = {{"heap", run_heap}};
+  s.primary = bench::extra_metric("recovery_ms", "ms", false, "recovery_ms");
+  s.variants = [](bool) {
+    return std::vector<bench::variant>{{"10 MB", {{"mb", 10}}}, {"100 MB", {{"mb", 100}}}};
+  };
+  s.default_runs = 5;
+  s.timeout_s = 150;
+  return bench::run_main(argc, argv, s);
+}
