@@ -320,7 +320,7 @@ inline finished_graph watch_to_end(const std::string& app, const cli& c, metrics
   }
   g.wait();
   progress.reset();
-  return {g.metrics(), g.last_checkpoint() - g.recovery().restored};
+  return {g.metrics(), g.checkpoints().completed};
 }
 
 /// With --checkpoint-dir: a run that will start afresh (no checkpoint to

@@ -20,16 +20,14 @@
 // Check: the source emitted passes x the input's tuples; checkpoints_1s
 // completed at least one checkpoint (else the run was too short to measure
 // anything).
-#include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/app_sample.hpp"
 #include "common/harness.hpp"
+#include "common/temp_dir.hpp"
 #include "fd/fd.hpp"
 #include "sd/sd.hpp"
 #include "wc/wc.hpp"
@@ -37,7 +35,6 @@
 namespace {
 
 using troupe_apps::cli;
-namespace fs = std::filesystem;
 
 const char* const app_names[] = {"wc", "fd", "sd"};
 
@@ -49,8 +46,8 @@ cli flags(const bench::params& p) {
   c.extra["model"] = TROUPE_APPS_DATA "/fd_model.txt";
   c.extra["window"] = "1000";
   c.extra["threshold"] = "0.025";
-  const auto& ops = app == 0 ? troupe_apps::wc::operators
-                             : (app == 1 ? troupe_apps::fd::operators : troupe_apps::sd::operators);
+  const auto& ops =
+      app == 0 ? troupe_apps::wc::operators : (app == 1 ? troupe_apps::fd::operators : troupe_apps::sd::operators);
   c.parallelism.assign(ops.size(), 1);
   return c;
 }
@@ -58,9 +55,12 @@ cli flags(const bench::params& p) {
 troupe_apps::run_result run_app(const bench::params& p, const cli& c) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   switch (p.get("app")) {
-    case 0: return troupe_apps::wc::run(sys, c).result;
-    case 1: return troupe_apps::fd::run(sys, c, false).result;
-    default: return troupe_apps::sd::run(sys, c).result;
+    case 0:
+      return troupe_apps::wc::run(sys, c).result;
+    case 1:
+      return troupe_apps::fd::run(sys, c, false).result;
+    default:
+      return troupe_apps::sd::run(sys, c).result;
   }
 }
 
@@ -73,20 +73,11 @@ bench::sample sample_of(const troupe_apps::run_result& r) {
 bench::sample run_plain(const bench::params& p) { return sample_of(run_app(p, flags(p))); }
 
 bench::sample run_checkpointed(const bench::params& p) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir = (fs::path{tmp != nullptr ? tmp : "/tmp"} / "troupe_checkpoint_overhead_XXXXXX").string();
-  if (::mkdtemp(dir.data()) == nullptr) throw std::runtime_error("cannot make a directory under $TMPDIR");
+  const bench::temp_dir where{"troupe_checkpoint_overhead_"};
   cli c = flags(p);
-  c.checkpoint_dir = dir;
+  c.checkpoint_dir = where.path();
   c.checkpoint_interval_ms = 1000;
-  troupe_apps::run_result r;
-  try {
-    r = run_app(p, c);
-  } catch (...) {
-    fs::remove_all(dir);
-    throw;
-  }
-  fs::remove_all(dir);
+  const auto r = run_app(p, c);
   if (r.checkpoints == 0)
     throw std::runtime_error(std::string{app_names[p.get("app")]} +
                              ": no checkpoint completed: the run was too short to measure their cost");
@@ -99,7 +90,8 @@ int main(int argc, char** argv) {
   bench::spec s;
   s.name = "checkpoint_overhead";
   s.description =
-      "wc, fd and sd at full speed over whole passes: without checkpoints vs a checkpoint every second, source tuples/s";
+      "wc, fd and sd at full speed over whole passes: without checkpoints vs a checkpoint every second, source "
+      "tuples/s";
   s.impls = {{"no_checkpoints", run_plain}, {"checkpoints_1s", run_checkpointed}};
   s.primary = bench::extra_metric("tuples_per_s", "tuples/s", true, "source_tuples_per_s");
   s.variants = [](bool full) {

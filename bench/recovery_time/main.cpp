@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "common/harness.hpp"
+#include "common/temp_dir.hpp"
 #include "troupe/troupe.hpp"
 
 namespace {
@@ -86,7 +87,8 @@ struct first_sink : st::node<std::uint64_t, void> {
 
 /// The job, in this process: runs until `stop` says so; `seen` gets the time
 /// of the sink's first element.
-st::graph spawn_job(troupe::actor_system& sys, const std::string& dir, std::size_t mb, std::atomic<std::int64_t>& seen) {
+st::graph spawn_job(troupe::actor_system& sys, const std::string& dir, std::size_t mb,
+                    std::atomic<std::int64_t>& seen) {
   table_counts counts;
   counts.n = mb * 1024 * 1024 / sizeof(std::uint64_t);
   first_sink sink;
@@ -142,13 +144,8 @@ struct process {
 
 bench::sample run_heap(const bench::params& p) {
   const auto mb = static_cast<std::size_t>(p.get("mb"));
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir = (fs::path{tmp != nullptr ? tmp : "/tmp"} / "troupe_recovery_time_XXXXXX").string();
-  if (::mkdtemp(dir.data()) == nullptr) throw std::runtime_error("cannot make a directory under $TMPDIR");
-  struct cleanup {
-    std::string d;
-    ~cleanup() { fs::remove_all(d); }
-  } gone{dir};
+  const bench::temp_dir where{"troupe_recovery_time_"};
+  const std::string& dir = where.path();
   const auto deadline = clock_type::now() + std::chrono::seconds{100};
 
   // 1. The first run, killed once a checkpoint is complete.
@@ -219,12 +216,11 @@ bench::sample run_heap(const bench::params& p) {
 int main(int argc, char** argv) {
   bench::spec s;
   s.name = "recovery_time";
-  s.description = "a job killed with SIGKILL and started anew: from the kill to its first output, 10 and 100 MB of state";
+  s.description =
+      "a job killed with SIGKILL and started anew: from the kill to its first output, 10 and 100 MB of state";
   s.impls = {{"heap", run_heap}};
   s.primary = bench::extra_metric("recovery_ms", "ms", false, "recovery_ms");
-  s.variants = [](bool) {
-    return std::vector<bench::variant>{{"10 MB", {{"mb", 10}}}, {"100 MB", {{"mb", 100}}}};
-  };
+  s.variants = [](bool) { return std::vector<bench::variant>{{"10 MB", {{"mb", 10}}}, {"100 MB", {{"mb", 100}}}}; };
   s.default_runs = 5;
   s.timeout_s = 150;
   return bench::run_main(argc, argv, s);

@@ -65,6 +65,11 @@
 // passes it. At most one checkpoint is in flight (the checkpointer starts
 // the next once the last has completed, and it completes only once every
 // runner has passed it), so a channel holds at most one pending barrier.
+// Under unaligned barriers (checkpoint_options::unaligned) a consumer whose
+// elements can be saved never aligns: the first new id it loads on any
+// input, it snapshots its node and sends the barrier on at once; from then
+// until each input's count is reached, what it takes from that input is
+// saved with the state (and replayed into the node on recovery).
 //   C7 only the producer stores `barrier` and `barrier_at`, ids increasing,
 //      and only once the pushes before it are published (outlet::barrier);
 //   C8 only the consumer touches `barrier_seen`, `aligning` and
@@ -181,10 +186,11 @@ class runner_base : public resumable {
   /// acknowledges them to `c`.
   void set_checkpointer(checkpointer* c) noexcept { checkpoints_ = c; }
   /// The graph resumes from a checkpoint: the node's state then (its
-  /// restore() reads it; throws checkpoint_error if it cannot), and whether
-  /// the runner had finished (it then ends at once: no on_start, no on_stop).
+  /// restore() reads it; throws checkpoint_error if it cannot), whether
+  /// the runner had finished (it then ends at once: no on_start, no on_stop),
+  /// and the elements it is to take again first (unaligned barriers).
   /// (This one: a node without state; src/stream/checkpoint.cpp.)
-  virtual void restore_state(std::string_view state, bool ended);
+  virtual void restore_state(std::string_view state, bool ended, std::string_view inflight);
   /// A source: the checkpointer wakes it to start a checkpoint.
   virtual bool starts_checkpoints() const noexcept { return false; }
   /// Its node hears of completed checkpoints (on_checkpoint_complete).

@@ -72,13 +72,18 @@ class checkpointer {
   /// The id of the last completed checkpoint (listeners commit up to it).
   std::uint64_t completed() const noexcept { return completed_.load(std::memory_order_acquire); }
 
-  /// A runner has passed barrier `id` with its node's state.
-  void ack(std::uint64_t id, std::size_t slot, std::string state);
+  /// A runner has passed barrier `id` with its node's state (and, under
+  /// unaligned barriers, the elements it took before the barriers after its
+  /// snapshot, as it wrote them: replayed into it on recovery).
+  void ack(std::uint64_t id, std::size_t slot, std::string state, std::string inflight = {});
+  /// options.checkpoint.unaligned.
+  bool unaligned() const noexcept { return opts_.unaligned; }
   /// A runner has ended: cleanly, its final state stands for every
   /// checkpoint from now on; else no checkpoint can complete any more.
   void finished(std::size_t slot, std::string state, bool clean);
 
   stream::recovery info() const;
+  stream::checkpoint_stats stats() const;
   /// For errors: "; the last completed checkpoint is 7 ..." (or that none is).
   std::string last_completed() const;
 
@@ -94,10 +99,16 @@ class checkpointer {
  private:
   struct slot_state {
     runner_base* runner = nullptr;
-    std::string state;
+    std::string state;        // at the last checkpoint it acknowledged
+    std::string inflight;     // unaligned: elements taken before the barriers, after the snapshot
     std::uint64_t acked = 0;  // the last checkpoint acknowledged
     bool finished = false;    // it will not run again (wake it no more)
-    bool ended = false;       // finished cleanly: `state` is final
+    bool ended = false;       // finished cleanly: `final_state` stands for the checkpoints after `acked`
+    std::string final_state;
+    /// In checkpoint `id`: it had ended (for `acked` itself the runner had
+    /// passed the barrier before it ended, and what it sent after the
+    /// barrier is not in the checkpoint: it resumes from `state`).
+    bool ended_in(std::uint64_t id) const noexcept { return ended && acked != id; }
   };
   struct rank_state {
     actor handle;            // its checkpointer's actor (from its hello)
@@ -145,11 +156,14 @@ class checkpointer {
   std::size_t rank_ = 0, ranks_ = 1;
   std::shared_ptr<mailbox> mailbox_;
   ext::owned_cell* cell_ = nullptr;
-  actor self_;                    // this checkpointer's actor (it keeps cell_)
-  actor coordinator_;             // rank 0's (on the other ranks)
-  std::vector<rank_state> peer_;  // rank 0: the other ranks
-  bool mail_ = true;              // mail may have come since the last drain
-  std::uint64_t written_ = 0;     // the last checkpoint whose part is on disk here
+  actor self_;                                     // this checkpointer's actor (it keeps cell_)
+  actor coordinator_;                              // rank 0's (on the other ranks)
+  std::vector<rank_state> peer_;                   // rank 0: the other ranks
+  bool mail_ = true;                               // mail may have come since the last drain
+  std::uint64_t written_ = 0;                      // the last checkpoint whose part is on disk here
+  std::chrono::steady_clock::time_point began_{};  // when the checkpoint in flight started here
+  std::uint64_t bytes_ = 0;                        // this rank's file of the one in flight
+  stream::checkpoint_stats stats_;
 };
 
 }  // namespace troupe::detail

@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -555,6 +557,90 @@ class runner_core : public runner_base, public input_side<InE> {
     }
   }
 
+  // ---- unaligned barriers (options.checkpoint.unaligned; Derived decides
+  // which runners: those whose input elements can be saved)
+
+  /// before_barrier's counterpart that never waits: a barrier of a new
+  /// checkpoint on c starts this runner's part of it at once
+  /// (unaligned_start), and the elements c still holds before it are saved
+  /// then and there (Derived::keep_queued), without taking them; `record`
+  /// says whether what c gives now comes before its barrier of the pending
+  /// checkpoint, its barrier not having come yet (so it is saved as it is
+  /// taken). The published count is loaded first, as in before_barrier
+  /// (C7): what a pass takes without seeing a barrier came before it.
+  /// false: the graph failed.
+  template <class C>
+  bool unaligned_barrier(C& c, std::size_t& max, bool& record) noexcept {
+    if (const auto avail = c.ring.size(); avail < max) max = avail;
+    const auto id = c.barrier.load(std::memory_order_acquire);
+    if (id != c.barrier_in) {
+      c.barrier_seen.store(id, std::memory_order_relaxed);
+      if (id > last_barrier_.load(std::memory_order_relaxed) && !unaligned_start(id)) return false;
+      const auto left = c.barrier_at.load(std::memory_order_relaxed) - c.ring.taken_total();
+      if (left != 0 && !self().keep_queued(c, left)) return false;
+      c.barrier_in = id;
+    }
+    record = pending_ != 0 && c.barrier_in < pending_;
+    return true;
+  }
+  /// The first barrier of checkpoint `id` on any input: the node's state
+  /// now, the barrier on to every output; what the inputs still give before
+  /// their barriers is saved from here on (inflight_, behind room for its count).
+  bool unaligned_start(std::uint64_t id) noexcept {
+    std::string state;
+    if (!self().final_state(state, id)) return false;
+    out_.barrier(id);
+    last_barrier_.store(id, std::memory_order_relaxed);
+    try {
+      inflight_.assign(sizeof(std::uint64_t), '\0');
+    } catch (...) {
+      this->fail(std::current_exception());
+      return false;
+    }
+    inflight_count_ = 0;
+    pending_state_ = std::move(state);
+    pending_ = id;
+    return true;
+  }
+  /// Whether everything c gives before its barrier of the pending
+  /// checkpoint is saved: its barrier has come, or c has ended (what it
+  /// still holds is saved now: its producer resumes as ended). false:
+  /// not yet, or the graph failed (`failed`).
+  template <class C>
+  bool saved_up_to_barrier(C& c, bool& failed) noexcept {
+    if (c.barrier_in >= pending_) return true;
+    if (!c.closed.load(std::memory_order_acquire)) return false;
+    if (const auto left = c.ring.size(); left != 0 && !self().keep_queued(c, left)) {
+      failed = true;
+      return false;
+    }
+    c.barrier_in = pending_;
+    return true;
+  }
+  /// Once every input's elements before its barrier are saved: the ack,
+  /// with the node's state and those elements. false: the graph failed.
+  bool unaligned_finish() noexcept {
+    if constexpr (!std::is_void_v<InE>) {
+      bool failed = false;
+      for (auto& c : this->inputs_)
+        if (!saved_up_to_barrier(*c, failed)) return !failed;  // not yet
+      std::string saved;
+      if (inflight_count_ != 0) {
+        std::memcpy(inflight_.data(), &inflight_count_, sizeof inflight_count_);
+        saved = std::move(inflight_);
+      }
+      inflight_.clear();
+      const auto id = std::exchange(pending_, 0);
+      try {
+        this->checkpoints_->ack(id, this->settings_.slot, std::move(pending_state_), std::move(saved));
+      } catch (...) {
+        this->fail(std::current_exception());
+        return false;
+      }
+    }
+    return true;
+  }
+
   bool start_hook() noexcept { return true; }
   bool stop_hook() noexcept { return true; }
   std::optional<step_result> stop_held(std::uint64_t) noexcept { return std::nullopt; }
@@ -574,6 +660,12 @@ class runner_core : public runner_base, public input_side<InE> {
   std::uint64_t in_watermark_ = 0;              // the input watermark applied so far
   std::size_t aligning_ = 0;                    // input channels at their barrier
   std::atomic<std::uint64_t> last_barrier_{0};  // the last checkpoint this runner took part in
+  // Unaligned barriers: the checkpoint whose ack waits for the inputs'
+  // barriers (0: none), the node's state taken for it, the elements saved.
+  std::uint64_t pending_ = 0;
+  std::string pending_state_;
+  std::string inflight_;
+  std::uint64_t inflight_count_ = 0;
 };
 
 template <class N, bool Tagged, class Next>
@@ -598,6 +690,9 @@ class runner final
   static constexpr bool idles = !is_source && stream::detail::defines_on_idle<N>;
   /// The node waits for something outside the graph (hold, on_wake).
   static constexpr bool holds = waits<N>;
+  /// Under unaligned barriers, the elements it takes before its barriers
+  /// can be saved (an ordered farm's replicas and reorder stage align).
+  static constexpr bool records = !is_source && !Tagged && stream::storable<InE>();
 
  public:
   runner(graph_state& g, const N& prototype, const runner_settings& s, actor_system& sys)
@@ -671,14 +766,27 @@ class runner final
 
   void entered_event_time() noexcept override { node_access::set_event_time(node_); }
 
-  void restore_state(std::string_view state, bool ended) override {
+  void restore_state(std::string_view state, bool ended, std::string_view inflight) override {
+    const auto who = "node '" + this->name() + "' (slot " + std::to_string(this->settings_.slot) + ")";
     if constexpr (stream::stateful<N>) {
-      stream::state_reader in{state, "node '" + this->name() + "' (slot " + std::to_string(this->settings_.slot) + ")"};
+      stream::state_reader in{state, who};
       node_.restore(in);
       if (in.left() != 0) in.fail(std::to_string(in.left()) + " byte(s) were left unread by its restore()");
       this->restored_ended_ = ended;
     } else {
-      runner_base::restore_state(state, ended);
+      runner_base::restore_state(state, ended, {});
+    }
+    if (inflight.empty()) return;
+    if constexpr (records) {
+      stream::state_reader in{inflight, "the elements saved for " + who};
+      for (auto n = in.read<std::uint64_t>(); n != 0; --n) {
+        InE v{};
+        in.read(v);
+        replay_.push_back(std::move(v));
+      }
+      if (in.left() != 0) in.fail("bytes after its last element");
+    } else {
+      runner_base::restore_state({}, ended, inflight);  // throws: another graph's
     }
   }
   bool starts_checkpoints() const noexcept override { return is_source; }
@@ -925,15 +1033,71 @@ class runner final
 
   step_result drain() noexcept {
     if constexpr (!is_source) {
-      if (this->checkpoints_ != nullptr) return drain_pass<false, true>();
+      if (this->checkpoints_ != nullptr) {
+        if constexpr (records)
+          if (!replay_.empty()) [[unlikely]]
+            if (auto r = replay()) return *r;
+        return drain_pass<false, true>();
+      }
       if (this->event_time_) return drain_pass<true, false>();
       return drain_pass<false, false>();
     }
     return step_result::more;
   }
 
+  /// Resumed under unaligned barriers: the elements saved with the state
+  /// go to the node first. nullopt: all of them have.
+  [[gnu::noinline, gnu::cold]] std::optional<step_result> replay() noexcept {
+    if constexpr (records) {
+      std::uint64_t in = 0;
+      while (!replay_.empty()) {
+        if (!take(replay_.front())) return this->end(false);
+        replay_.pop_front();
+        ++in;
+        if constexpr (holds)
+          if (held()) return hold_park(in);
+        if (this->out_.blocked()) return this->blocked(in);
+        if (in == this->batch_) return this->more(in);
+      }
+    }
+    return std::nullopt;
+  }
+  /// Unaligned barriers: v comes before its input's barrier and after this
+  /// runner's snapshot: saved (before the node takes it). false: the graph failed.
+  template <class E = InE>
+    requires(!std::is_void_v<E>)
+  bool keep(const E& v) noexcept {
+    return keep_all([&](stream::state_writer& out) {
+      out.write(v);
+      return std::size_t{1};
+    });
+  }
+  /// The same for the oldest `n` elements c holds, left in it.
+  template <class C>
+  bool keep_queued(C& c, std::size_t n) noexcept {
+    return keep_all([&](stream::state_writer& out) {
+      if constexpr (records) c.ring.peek(n, [&](const InE& v) { out.write(v); });
+      return n;
+    });
+  }
+  template <class Write>
+  bool keep_all(Write&& write) noexcept {
+    if constexpr (records) {
+      try {
+        stream::state_writer out{this->inflight_};
+        this->inflight_count_ += write(out);
+        return true;
+      } catch (...) {
+        this->fail(std::current_exception());
+        return false;
+      }
+    }
+    return true;
+  }
+
   /// Timed: watermarks reach this runner; Aligned: the graph takes
-  /// checkpoints (the runner aligns barriers, and looks at event_time_ for
+  /// checkpoints (the runner aligns barriers, or with unaligned barriers
+  /// saves what comes before them, and looks at event_time_ for
   /// watermarks). The loop is the same without either.
   template <bool Timed, bool Aligned>
   step_result drain_pass() noexcept {
@@ -942,6 +1106,7 @@ class runner final
       auto& inputs = this->inputs_;
       const std::size_t n = inputs.size();
       const bool timed = Timed || (Aligned && this->event_time_);
+      const bool unaligned = records && Aligned && this->checkpoints_->unaligned();
       for (;;) {
         if (timed) {
           if (!this->refresh_watermarks()) return this->end(false);
@@ -954,13 +1119,22 @@ class runner final
           bool failed = false;
           std::size_t max = std::min(tuning::drain_chunk, this->batch_ - in);
           if (timed) max = this->until_watermark(c, max);
+          [[maybe_unused]] bool record = false;
           if constexpr (Aligned) {
-            if (!this->before_barrier(c, max)) {
+            if (unaligned) {
+              if (!this->unaligned_barrier(c, max, record)) return this->end(false);
+            } else if (!this->before_barrier(c, max)) {
               if (++this->cursor_ == n) this->cursor_ = 0;
               continue;
             }
           }
           const auto got = ring.consume(max, [&](InE& v) noexcept {
+            if constexpr (Aligned && records) {
+              if (record && !keep(v)) [[unlikely]] {
+                failed = true;
+                return false;
+              }
+            }
             if (!take(v)) {
               failed = true;
               return false;
@@ -980,7 +1154,9 @@ class runner final
           if (++this->cursor_ == n) this->cursor_ = 0;
         }
         if constexpr (Aligned) {
-          if (this->aligned()) {
+          if (unaligned) {
+            if (this->pending_ != 0 && !this->unaligned_finish()) return this->end(false);
+          } else if (this->aligned()) {
             if (!this->pass_barrier()) return this->end(false);
             if (this->out_.blocked()) return this->blocked(in);
             continue;
@@ -1013,9 +1189,10 @@ class runner final
   }
 
   N node_;
-  std::atomic<std::uint64_t> heard_{0};  // the last completed checkpoint its node heard of
-  std::uint64_t paused_until_ = 0;       // a paced source: when its pause ends (0: none)
-  std::shared_ptr<runner_waker> waker_;  // a node that holds
+  std::atomic<std::uint64_t> heard_{0};                        // the last completed checkpoint its node heard of
+  std::deque<std::conditional_t<records, InE, char>> replay_;  // unaligned: saved elements to take first
+  std::uint64_t paused_until_ = 0;                             // a paced source: when its pause ends (0: none)
+  std::shared_ptr<runner_waker> waker_;                        // a node that holds
   tagger_type tag_;
   stamper_type stamp_;
   std::uint64_t markers_seen_ = 0;

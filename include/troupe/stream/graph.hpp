@@ -97,9 +97,11 @@ class graph {
   /// A graph with a checkpoint directory: the checkpoint it resumed from
   /// (0: none) and the newer ones it could not use.
   stream::recovery recovery() const { return st_->checkpoints ? st_->checkpoints->info() : stream::recovery{}; }
-  /// The id of the last completed checkpoint (0: none; ids go on from the
-  /// one it resumed from).
-  std::uint64_t last_checkpoint() const noexcept { return st_->checkpoints ? st_->checkpoints->completed() : 0; }
+  /// A graph with a checkpoint directory: how many checkpoints completed,
+  /// how long the last and the longest took, how large the last one is.
+  stream::checkpoint_stats checkpoints() const {
+    return st_->checkpoints ? st_->checkpoints->stats() : stream::checkpoint_stats{};
+  }
 
  private:
   void rethrow() const {

@@ -43,6 +43,24 @@ struct checkpoint_options {
   std::string dir{};                         ///< the job's checkpoint directory ("": no checkpoints)
   std::chrono::milliseconds interval{1000};  ///< from the end of one checkpoint to the start of the next
   std::size_t keep = 2;                      ///< completed checkpoints kept (at least 1)
+  /// Unaligned barriers: a node takes its snapshot as soon as a checkpoint's
+  /// barrier shows on any of its inputs, passes it on at once, and saves
+  /// the elements still queued before the barriers on its inputs with its
+  /// state (they are replayed into it on recovery) instead of waiting for
+  /// the barrier to reach it at its place on every input. For backpressured
+  /// graphs, whose queues would hold barriers back. A node whose input type
+  /// is not stream::storable aligns as without it.
+  bool unaligned = false;
+};
+
+/// How a graph's checkpoints have gone so far (graph::checkpoints()).
+struct checkpoint_stats {
+  std::uint64_t completed = 0;                 ///< checkpoints completed since the graph started
+  std::uint64_t last_id = 0;                   ///< the last one completed (0: none; ids go on from a resumed one)
+  std::chrono::nanoseconds last_duration{0};   ///< its start (the trigger) to its completion
+  std::chrono::nanoseconds max_duration{0};    ///< the longest so far
+  std::chrono::nanoseconds total_duration{0};  ///< of all of them (the mean: / completed)
+  std::uint64_t last_bytes = 0;                ///< this process's file of it
 };
 
 /// How a graph with a checkpoint directory started (graph::recovery()).

@@ -208,9 +208,11 @@ class state_reader {
     read(v);
     return v;
   }
-  std::string read_bytes() {
+  std::string read_bytes() { return std::string{view_bytes()}; }
+  /// The same, as a view into this reader's input (valid while that is).
+  std::string_view view_bytes() {
     const auto n = read_size(1);
-    return std::string{take(n), n};
+    return {take(n), n};
   }
   /// Bytes not read yet.
   std::size_t left() const noexcept { return in_.size() - at_; }
@@ -240,6 +242,34 @@ class state_reader {
   std::size_t at_ = 0;
   std::string what_;
 };
+
+/// Whether state_writer writes a T and state_reader reads it back (the
+/// types listed at the top of this header, nested; a class with save/load
+/// must also be default-constructible). Unaligned checkpoints keep the
+/// elements a node takes before its barriers: only of such types.
+template <class T>
+constexpr bool storable() {
+  if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string>) {
+    return true;
+  } else if constexpr (requires(const T& c, T& m, state_writer& w, state_reader& r) {
+                         c.save(w);
+                         m.load(r);
+                       }) {
+    return std::is_default_constructible_v<T>;
+  } else if constexpr (detail::is_pair<T>::value) {
+    return storable<std::remove_const_t<typename T::first_type>>() && storable<typename T::second_type>();
+  } else if constexpr (detail::is_tuple<T>::value) {
+    return []<class... Ts>(std::tuple<Ts...>*) { return (storable<Ts>() && ...); }(static_cast<T*>(nullptr));
+  } else if constexpr (detail::associative<T>) {
+    if constexpr (requires { typename T::mapped_type; })
+      return storable<typename T::key_type>() && storable<typename T::mapped_type>();
+    else return storable<typename T::value_type>();
+  } else if constexpr (detail::is_optional<T>::value || detail::is_std_array<T>::value || detail::sequence<T>) {
+    return storable<typename T::value_type>();
+  } else {
+    return false;
+  }
+}
 
 /// A node with state: snapshot() at each checkpoint (on the node's own
 /// thread, between elements), restore() when the graph starts from one.

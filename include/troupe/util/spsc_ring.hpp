@@ -197,6 +197,15 @@ class spsc_ring {
     return n;
   }
 
+  /// Consumer. Calls f(const T&) on the oldest `n` values, in order,
+  /// without taking them; precondition: at least `n` are published (size()
+  /// said so). f may throw.
+  template <class F>
+  void peek(std::size_t n, F&& f) const {
+    const auto h = head_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i) f(*std::launder(reinterpret_cast<const T*>(slots_[(h + i) & mask_].bytes)));
+  }
+
   /// Either side; a snapshot of the published values.
   std::size_t size() const noexcept {
     return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
