@@ -39,8 +39,12 @@
 // writes its part, rank 0 completes the checkpoint, and rerunning every rank
 // resumes them all from it.
 //
-// Not yet: graphs fed by an entry actor, unaligned barriers, the RocksDB
-// backend (docs/fault-tolerance.md).
+// Unaligned barriers (options.checkpoint.unaligned): a node snapshots at
+// the first barrier it sees and saves the elements queued before the
+// others, for graphs under backpressure.
+//
+// Not yet: graphs fed by an entry actor, keyed state by key groups, the
+// RocksDB backend (docs/fault-tolerance.md).
 #pragma once
 
 #include <cstddef>
