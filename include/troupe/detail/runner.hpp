@@ -541,13 +541,19 @@ class runner_core : public runner_base, public input_side<InE> {
   /// The node's state for checkpoint `id` (0: its final state); Derived's
   /// when its node has one. false: the graph failed.
   bool final_state(std::string&, std::uint64_t = 0) noexcept { return true; }
+  /// The node's state for checkpoint `id` into `state`, then the barrier
+  /// on to every output channel. false: the graph failed.
+  bool snapshot_and_pass(std::uint64_t id, std::string& state) noexcept {
+    if (!self().final_state(state, id)) return false;
+    out_.barrier(id);
+    last_barrier_.store(id, std::memory_order_relaxed);
+    return true;
+  }
   /// At a barrier (a source: when a checkpoint is requested): the node's
   /// state, then the barrier on to every output channel, then the ack.
   bool checkpoint(std::uint64_t id) noexcept {
     std::string state;
-    if (!self().final_state(state, id)) return false;
-    out_.barrier(id);
-    last_barrier_.store(id, std::memory_order_relaxed);
+    if (!snapshot_and_pass(id, state)) return false;
     try {
       this->checkpoints_->ack(id, this->settings_.slot, std::move(state));
       return true;
@@ -588,9 +594,7 @@ class runner_core : public runner_base, public input_side<InE> {
   /// their barriers is saved from here on (inflight_, behind room for its count).
   bool unaligned_start(std::uint64_t id) noexcept {
     std::string state;
-    if (!self().final_state(state, id)) return false;
-    out_.barrier(id);
-    last_barrier_.store(id, std::memory_order_relaxed);
+    if (!snapshot_and_pass(id, state)) return false;
     try {
       inflight_.assign(sizeof(std::uint64_t), '\0');
     } catch (...) {
