@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "checkpoint_support.hpp"
 #include "local_peers.hpp"
 #include "troupe/troupe.hpp"
 
@@ -30,67 +31,7 @@ namespace {
 namespace st = troupe::stream;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-/// A fresh, empty directory under the test's temporary directory.
-std::string fresh_dir(const std::string& name) {
-  const auto p = fs::path{::testing::TempDir()} / ("troupe_checkpoint_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-}
-
-std::vector<fs::path> checkpoint_files(const std::string& dir) {
-  std::vector<fs::path> out;
-  for (auto& e : fs::directory_iterator{dir})
-    if (e.path().extension() == ".troupe") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-/// Waits (bounded) until `dir` holds at least `n` checkpoint files.
-bool wait_for_checkpoints(const std::string& dir, std::size_t n, const st::graph& g) {
-  for (int i = 0; i < 3000; ++i) {
-    if (checkpoint_files(dir).size() >= n) return true;
-    if (g.done()) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
-
-/// Stops g as a crash would for its checkpoints: no on_stop, no commit, the
-/// checkpoint files stay.
-void stop_like_a_crash(const st::graph& g) {
-  g.cancel();
-  g.wait();
-  EXPECT_TRUE(g.cancelled());
-}
-
-/// A replayable source of `n` numbers from `first`, `per_ms` of them per
-/// millisecond (so that a run spans many checkpoints).
-struct paced_numbers : st::replayable_source<std::int64_t> {
-  std::int64_t first = 0, n = 0, per_ms = 50;
-  std::int64_t next = 0;
-  std::uint64_t started = 0;
-  paced_numbers(std::int64_t f, std::int64_t count, std::int64_t rate) : first{f}, n{count}, per_ms{rate} {}
-  void on_start() { started = st::now(); }
-  bool produce() {
-    if (next == n) return false;
-    const auto due = started + static_cast<std::uint64_t>(next / per_ms) * 1'000'000;
-    if (st::now() < due) {
-      pause_until(due);
-      return true;
-    }
-    send_next(first + next++);
-    return true;
-  }
-  std::uint64_t position() const override { return static_cast<std::uint64_t>(next); }
-  void seek(const std::uint64_t& p) override { next = static_cast<std::int64_t>(p); }
-};
+using namespace checkpoint_support;
 
 /// Sums per key (x % 7) and counts per input parity; emits nothing until
 /// the end, then one line per key.
@@ -288,13 +229,13 @@ struct replica_numbers : st::replayable_source<std::int64_t> {
   void seek(const std::uint64_t& p) override { next = static_cast<std::int64_t>(p); }
 };
 
-/// A runner's part of a checkpoint file: its node's state and the elements
-/// it saved (unaligned barriers; empty otherwise).
+/// A runner's part of a checkpoint file: its node's own state, its keyed
+/// states and the elements it saved (unaligned barriers; empty otherwise).
 struct saved_runner {
-  std::string state, inflight;
+  std::string state, keyed, inflight;
 };
 
-/// A checkpoint file's runners by node name (format version 1,
+/// A checkpoint file's runners by node name (format version 2,
 /// docs/fault-tolerance.md): after the header (magic, version, id, rank,
 /// ranks: 28 bytes), before the checksum.
 std::map<std::string, std::vector<saved_runner>> runners_by_name(const fs::path& file) {
@@ -307,7 +248,13 @@ std::map<std::string, std::vector<saved_runner>> runners_by_name(const fs::path&
     const auto flags = r.read<std::uint8_t>();
     const auto name = r.read<std::string>();
     saved_runner s;
-    s.state = r.read_bytes();
+    const auto state = r.read_bytes();
+    if (!state.empty()) {  // u8 flags (1: own state, 2: keyed states follow)
+      st::state_reader in{state, name};
+      const auto what = in.read<std::uint8_t>();
+      if ((what & 1U) != 0) s.state = in.read_bytes();
+      if ((what & 2U) != 0) s.keyed = state.substr(state.size() - in.left());
+    }
     if ((flags & 2U) != 0) s.inflight = r.read_bytes();
     out[name].push_back(std::move(s));
   }
@@ -607,6 +554,106 @@ TEST(checkpoint, graphs_that_cannot_take_checkpoints_are_refused_at_spawn) {
   st::options bad = with;
   bad.checkpoint.interval = 0ms;
   EXPECT_THROW(spawn_pattern(sys, numbers_pipeline(dir + "/o.txt", 10), bad), std::invalid_argument);
+}
+
+// ---- keyed state (stream/keyed_state.hpp) and key groups
+
+TEST(key_groups, every_group_belongs_to_one_replica_in_ranges_and_by_key_routes_by_them) {
+  for (std::size_t replicas : {1U, 2U, 3U, 7U, 1024U}) {
+    std::vector<std::size_t> per(replicas, 0);
+    std::size_t last = 0;
+    for (std::size_t g = 0; g < st::key_groups; ++g) {
+      const auto r = st::replica_of_group(g, replicas);
+      ASSERT_LT(r, replicas);
+      EXPECT_GE(r, last) << "the groups of a replica are one range";
+      last = r;
+      ++per[r];
+    }
+    const auto [lo, hi] = std::minmax_element(per.begin(), per.end());
+    EXPECT_LE(*hi - *lo, 1U) << replicas << " replicas get the groups evenly";
+  }
+  // Integer keys (identity hashes) spread over the groups too.
+  std::set<std::size_t> groups;
+  for (std::uint64_t k = 0; k < 4096; ++k) {
+    const auto g = st::key_group(std::hash<std::uint64_t>{}(k));
+    ASSERT_LT(g, st::key_groups);
+    groups.insert(g);
+  }
+  EXPECT_GT(groups.size(), st::key_groups * 9 / 10);
+  const troupe::by_key route{[](const std::string& s) -> const std::string& { return s; }};
+  for (std::string k : {"a", "troupe", "key groups", ""})
+    EXPECT_EQ(route.pick(k, 5), st::replica_of_group(st::key_group(std::hash<std::string>{}(k)), 5)) << k;
+}
+
+TEST(keyed_state, behind_a_by_key_farm_it_survives_crashes_and_the_output_is_that_of_a_run_without_failures) {
+  const auto dir = fresh_dir("keyed");
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  keyed_recovery(dir, with, with);
+}
+
+TEST(keyed_state, a_checkpoint_keeps_each_replica_s_state_by_key_group) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("keyed_groups");
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  ASSERT_TRUE(crash_after_checkpoints(sys, keyed_pipeline(dir + "/out.txt", 1'000'000), with, 1, 50ms));
+  const auto files = checkpoint_files(dir + "/ckpt");
+  ASSERT_FALSE(files.empty());
+  auto runners = runners_by_name(files.back());
+  ASSERT_EQ(runners["keyed_running"].size(), 3U);
+  std::set<std::uint32_t> all;
+  std::set<std::size_t> owners;
+  std::int64_t keys = 0;
+  for (const auto& r : runners["keyed_running"]) {
+    EXPECT_TRUE(r.state.empty()) << "the node has no state of its own";
+    st::state_reader in{r.keyed, "keyed part"};
+    ASSERT_EQ(in.read<std::uint64_t>(), 1U) << "one keyed state";
+    EXPECT_EQ(in.read<std::string>(), "counts");
+    st::state_reader k{in.view_bytes(), "counts"};
+    EXPECT_EQ(k.read<std::uint8_t>(), 0U) << "on the heap";
+    EXPECT_EQ(k.read<std::uint32_t>(), st::key_groups);
+    std::set<std::size_t> mine;
+    std::uint32_t previous = 0;
+    for (auto used = k.read<std::uint64_t>(); used != 0; --used) {
+      const auto group = k.read<std::uint32_t>();
+      EXPECT_TRUE(mine.empty() || group > previous) << "groups in ascending order";
+      previous = group;
+      EXPECT_TRUE(all.insert(group).second) << "group " << group << " in two replicas";
+      mine.insert(st::replica_of_group(group, 3));
+      for (auto n = k.read<std::uint64_t>(); n != 0; --n) {
+        const auto key = k.read<std::int64_t>();
+        k.read<std::int64_t>();
+        EXPECT_EQ(st::key_group(std::hash<std::int64_t>{}(key)), group) << "key " << key;
+        ++keys;
+      }
+    }
+    EXPECT_EQ(k.left(), 0U);
+    EXPECT_EQ(mine.size(), 1U) << "a replica holds the groups of one range";
+    if (!mine.empty()) owners.insert(*mine.begin());
+  }
+  EXPECT_EQ(keys, 101) << "every key once";
+  EXPECT_EQ(owners.size(), 3U);
+}
+
+/// keyed_running that no longer asks for its keyed state.
+struct forgetful_running : st::node<std::int64_t, std::string> {
+  static constexpr const char* kind = "keyed_running";
+  void consume(std::int64_t& x) { send_next(std::to_string(x)); }
+};
+
+TEST(keyed_state, a_restored_keyed_state_its_node_does_not_ask_for_fails_the_graph_naming_it) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("keyed_forgotten");
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  ASSERT_TRUE(crash_after_checkpoints(sys, keyed_pipeline(dir + "/out.txt", 1'000'000), with));
+  auto again = spawn_pattern(
+      sys,
+      troupe::pipeline{
+          paced_numbers{0, 1'000'000, 40},
+          troupe::farm{forgetful_running{}, 3, troupe::by_key{[](const std::int64_t& x) { return x % 101; }}},
+          st::file_sink(dir + "/out.txt")},
+      with);
+  const auto why = failure_of(again);
+  EXPECT_NE(why.find("keyed state 'counts'"), std::string::npos) << why;
 }
 
 // ---- the two-phase file sink on its own

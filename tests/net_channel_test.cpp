@@ -288,7 +288,9 @@ TEST(net_split, by_key_sends_each_key_to_one_replica_across_ranks) {
   for (auto& [k, rs] : where) {
     EXPECT_EQ(rs.size(), 1u) << "key " << k << " reached several replicas";
     used.insert(*rs.begin());
-    EXPECT_EQ(*rs.begin(), std::hash<std::uint64_t>{}(k) % 4) << "key " << k;  // the policy's own pick
+    EXPECT_EQ(*rs.begin(),
+              troupe::stream::replica_of_group(troupe::stream::key_group(std::hash<std::uint64_t>{}(k)), 4))
+        << "key " << k;  // the policy's own pick
   }
   EXPECT_EQ(used.size(), 4u);
 }

@@ -25,6 +25,9 @@
 #include "cli.hpp"
 #include "split.hpp"
 
+#if TROUPE_APPS_ROCKSDB
+#include <troupe/rocksdb.hpp>
+#endif
 #if TROUPE_APPS_METRICS
 #include <troupe/metrics/exporter.hpp>
 #endif
@@ -369,6 +372,13 @@ run_result run_graph(troupe::actor_system& sys, const std::string& app, P patter
   if (!c.checkpoint_dir.empty()) {
     o.checkpoint = {.dir = c.checkpoint_dir,
                     .interval = std::chrono::milliseconds{static_cast<std::int64_t>(c.checkpoint_interval_ms)}};
+    if (c.state_backend == "rocksdb") {
+#if TROUPE_APPS_ROCKSDB
+      o.checkpoint.backend = troupe::rocksdb::backend();
+#else
+      throw usage_error("--state-backend rocksdb: this build has no troupe::rocksdb (librocksdb-dev)");
+#endif
+    }
   }
   if (split_requested(c)) {
 #if TROUPE_APPS_NET

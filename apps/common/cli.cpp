@@ -51,6 +51,9 @@ constexpr common_flag common_flags[] = {
      "written exactly once (needs --passes; a split run: the same directory, one all ranks see, on every rank; "
      "docs/fault-tolerance.md)"},
     {"checkpoint-interval", "MS", "1000", "milliseconds between checkpoints (with --checkpoint-dir)"},
+    {"state-backend", "NAME", "heap",
+     "where keyed state lives with --checkpoint-dir: heap (memory, saved into the checkpoint files) or rocksdb "
+     "(RocksDB under the checkpoint directory; checkpoints link its files: incremental)"},
 };
 
 bool is_common(const std::string& name) {
@@ -191,6 +194,10 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
       c.checkpoint_dir = value;
     } else if (name == "checkpoint-interval") {
       c.checkpoint_interval_ms = parse_whole(flag, value, 1, 24ULL * 3600 * 1000);
+    } else if (name == "state-backend") {
+      if (value != "heap" && value != "rocksdb")
+        throw usage_error("--state-backend: expected heap or rocksdb, got '" + value + "'");
+      c.state_backend = value;
     } else if (name == "parallelism") {
       c.parallelism.clear();
       std::stringstream in{value};
@@ -213,6 +220,8 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
     throw usage_error(
         "--checkpoint-dir: needs --passes N and no --duration (a run that ends after a time could not be resumed "
         "to the same end)");
+  if (c.state_backend != "heap" && c.checkpoint_dir.empty())
+    throw usage_error("--state-backend: needs --checkpoint-dir (keyed state lives there)");
   if (!duration_given && c.passes == 0) c.duration = 10;
   return c;
 }

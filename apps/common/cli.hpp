@@ -9,7 +9,7 @@
 //   --json PATH          results file
 //   --passes N           replay the input N times (>= 1), then end of stream
 //   --output PATH        what reaches the sink, one tuple per line
-//   --checkpoint-dir PATH, --checkpoint-interval MS
+//   --checkpoint-dir PATH, --checkpoint-interval MS, --state-backend NAME
 //                        checkpoints, and recovery by rerunning the command
 //   --help
 // plus the application's own flags (app_flag). A flag's value follows it
@@ -73,6 +73,7 @@ struct cli {
   int metrics_port = -1;                        // --metrics-port: serve live metrics there (0: any free port); -1: off
   std::string checkpoint_dir;                   // --checkpoint-dir: take checkpoints there ("": none)
   std::uint64_t checkpoint_interval_ms = 1000;  // --checkpoint-interval
+  std::string state_backend = "heap";           // --state-backend: heap or rocksdb
   bool help = false;
   bool progress = false;  // a progress line on stderr once a second (main_of: when stderr is a terminal)
   std::map<std::string, std::string> extra;  // the application's own flags (without "--")

@@ -31,17 +31,18 @@ struct totals {
 struct counter : st::node<word, count> {
   static constexpr const char* kind = "counter";
   std::shared_ptr<totals> all;
-  std::unordered_map<std::string, std::uint64_t> counts;
+  // Keyed state: saved with every checkpoint, on the heap or in RocksDB
+  // (--state-backend).
+  st::keyed_state<std::string, std::uint64_t>* counts = nullptr;
+  void on_start() { counts = &keyed<std::string, std::uint64_t>("counts"); }
   void consume(word& w) {
-    auto n = ++counts[w.text];
+    const auto n = counts->update(w.text, [](std::uint64_t& c) { return ++c; });
     send_next(count{std::move(w.text), n, w.stamp});
   }
   void on_stop() {
     std::lock_guard<std::mutex> guard{all->mtx};
-    for (auto& [k, v] : counts) all->counts[k] += v;
+    counts->for_each([&](const std::string& k, std::uint64_t v) { all->counts[k] += v; });
   }
-  void snapshot(st::state_writer& out) const { out.write(counts); }
-  void restore(st::state_reader& in) { in.read(counts); }
 };
 
 struct sink : app_sink<count> {

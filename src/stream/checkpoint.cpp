@@ -6,18 +6,29 @@
 //   <dir>/chk-<id, 20 digits>.troupe           rank 0's part; written last, it
 //                                              makes the checkpoint complete
 //   <dir>/chk-<id, 20 digits>.rank-<r>.troupe  rank r's part (r > 0)
+//   <dir>/chk-<id, 20 digits>.rank-<r>.state/  rank r's keyed states in a
+//                                              state backend (its checkpoint
+//                                              of each table: RocksDB's links)
+//   <dir>/work.rank-<r>/                       the backend's live tables
 // Each is written as <name>.tmp, flushed to disk, renamed, and the directory
-// flushed: a file with the final name is whole. Format version 1 (numbers in
+// flushed: a file with the final name is whole. Format version 2 (numbers in
 // this machine's byte order):
 //   8 bytes  "TROUPECK"
-//   u32      format version (1)
+//   u32      format version (2)
 //   u64      checkpoint id
 //   u32      the rank that wrote it, u32 how many ranks the graph has
 //   u64      runner count, then per runner of that rank, in slot order:
 //              u64 slot, u8 flags (1: it had finished; 2: elements
 //              follow), u64 + bytes: its node's name, u64 + bytes: its
-//              node's state; with flag 2, u64 + bytes: the elements it
+//              runner's state; with flag 2, u64 + bytes: the elements it
 //              takes again first (unaligned barriers: u64 count, then each)
+//            A runner's state: nothing for a node without state; else u8
+//            flags (1: the node's own, u64 + bytes, follows; 2: then its
+//            keyed states: u64 count, then per state its name (u64 +
+//            bytes) and u64 + bytes: u8 0 (in memory) then u32 key groups,
+//            u64 groups used, per group u32 group, u64 entries, each key
+//            and value; or u8 1 (a backend) then the table's directory
+//            under <dir> and u64 + bytes the backend keeps with it)
 //   u32      CRC-32 (IEEE) of every byte before it
 // A restart takes the newest checkpoint whose files, every rank's, are
 // whole; a file whose checksum or length is wrong is skipped (a torn write
@@ -50,6 +61,7 @@
 #include "troupe/ext/edges.hpp"
 #include "troupe/ext/owned_cell.hpp"
 #include "troupe/stream/checkpoint.hpp"
+#include "troupe/stream/keyed_state.hpp"
 #include "troupe/stream/state.hpp"
 
 namespace troupe::detail {
@@ -59,7 +71,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char magic[8] = {'T', 'R', 'O', 'U', 'P', 'E', 'C', 'K'};
-constexpr std::uint32_t format_version = 1;
+constexpr std::uint32_t format_version = 2;
 constexpr std::size_t header_size = sizeof magic + 4 + 8 + 4 + 4;  // up to the runner count
 constexpr const char* suffix = ".troupe";
 
@@ -79,16 +91,19 @@ std::uint32_t checksum(const char* data, std::size_t n) noexcept {
 std::string tail_of(std::size_t rank) {
   return rank == 0 ? std::string{suffix} : ".rank-" + std::to_string(rank) + suffix;
 }
+/// What follows the id in the name of a directory of `rank`'s backend files.
+std::string state_tail(std::size_t rank) { return ".rank-" + std::to_string(rank) + ".state"; }
 
-std::string file_name(std::uint64_t id, std::size_t rank) {
+std::string id_part(std::uint64_t id) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "chk-%020llu", static_cast<unsigned long long>(id));
-  return buf + tail_of(rank);
+  return buf;
 }
 
-/// The id in the name of a checkpoint file of `rank` (0: not one).
-std::uint64_t id_of(const std::string& name, std::size_t rank) {
-  const auto tail = tail_of(rank);
+std::string file_name(std::uint64_t id, std::size_t rank) { return id_part(id) + tail_of(rank); }
+
+/// The id in the name `chk-<id>` + `tail` (0: not such a name).
+std::uint64_t id_in(const std::string& name, const std::string& tail) {
   if (name.size() != 4 + 20 + tail.size() || name.compare(0, 4, "chk-") != 0 ||
       name.compare(24, tail.size(), tail) != 0)
     return 0;
@@ -115,13 +130,15 @@ void sync_path(const fs::path& p, bool dir) {
 }
 
 /// The checkpoint files of `rank` in `dir`, oldest first (none if there is
-/// no such directory).
-std::vector<std::pair<std::uint64_t, fs::path>> checkpoint_files(const fs::path& dir, std::size_t rank) {
+/// no such directory); `state_dirs`: the directories of its backend files.
+std::vector<std::pair<std::uint64_t, fs::path>> checkpoint_files(const fs::path& dir, std::size_t rank,
+                                                                 bool state_dirs = false) {
   std::vector<std::pair<std::uint64_t, fs::path>> files;
   std::error_code ec;
   if (!fs::exists(dir, ec)) return files;
+  const auto tail = state_dirs ? state_tail(rank) : tail_of(rank);
   for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
-    if (const auto id = id_of(it->path().filename().string(), rank); id != 0) files.emplace_back(id, it->path());
+    if (const auto id = id_in(it->path().filename().string(), tail); id != 0) files.emplace_back(id, it->path());
   if (ec) fail_io("list", dir, ec.value());
   std::sort(files.begin(), files.end());
   return files;
@@ -293,6 +310,17 @@ checkpointer::checkpointer(graph_state& g, stream::checkpoint_options o, ext::pe
   std::error_code ec;
   fs::create_directories(opts_.dir, ec);
   if (ec) fail_io("create the checkpoint directory", opts_.dir, ec.value());
+  // Keyed states: a backend works in work.rank-<r>/slot-<s> (what a crashed
+  // run left there goes: a restart restores from the checkpoint's copy).
+  const auto work = fs::path{opts_.dir} / ("work.rank-" + std::to_string(rank_));
+  if (opts_.backend) {
+    fs::remove_all(work, ec);
+    if (ec) fail_io("remove the old working files", work, ec.value());
+  }
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].runner != nullptr)
+      slots_[i].runner->bind_keyed(stream::detail::keyed_env{
+          opts_.backend.get(), (work / ("slot-" + std::to_string(i))).string(), opts_.dir, rank_, i});
   if (peers_ != nullptr) connect();
 }
 
@@ -330,7 +358,7 @@ void checkpointer::restore() {
   const fs::path dir{opts_.dir};
   std::error_code ec;
   for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
-    if (const auto& p = it->path(); p.extension() == ".tmp" && id_of(p.stem().string(), rank_) != 0)
+    if (const auto& p = it->path(); p.extension() == ".tmp" && id_in(p.stem().string(), tail_of(rank_)) != 0)
       fs::remove(p, ec);  // a write of this rank's that a crash interrupted
   auto c = choose(dir, rank_, ranks_);
   info_.skipped = std::move(c.skipped);
@@ -340,6 +368,9 @@ void checkpointer::restore() {
   // first checkpoint of this run completes only once all have started).
   for (const auto& [id, path] : checkpoint_files(dir, rank_))
     if (id > c.id) fs::remove(path, ec);
+  // Backend files of a checkpoint this rank has no file of (any more) go too.
+  for (const auto& [id, path] : checkpoint_files(dir, rank_, true))
+    if (id > c.id || !fs::exists(dir / file_name(id, rank_), ec)) fs::remove_all(path, ec);
   if (c.id == 0) return;
   const auto& file = c.mine;
   stream::state_reader r{file.runners(), file.path.string()};
@@ -422,6 +453,8 @@ void checkpointer::stop(bool clean) noexcept {
   try {
     std::error_code ec;
     for (const auto& f : checkpoint_files(opts_.dir, rank_)) fs::remove(f.second, ec);
+    for (const auto& f : checkpoint_files(opts_.dir, rank_, true)) fs::remove_all(f.second, ec);
+    fs::remove_all(fs::path{opts_.dir} / ("work.rank-" + std::to_string(rank_)), ec);
   } catch (const stream::checkpoint_error&) {
     // A directory that cannot be listed any more: nothing sensible to do at the end.
   }
@@ -667,6 +700,8 @@ void checkpointer::prune(std::uint64_t upto) const {
   std::error_code ec;
   for (const auto& [id, path] : checkpoint_files(opts_.dir, rank_))
     if (id + opts_.keep <= upto) fs::remove(path, ec);
+  for (const auto& [id, path] : checkpoint_files(opts_.dir, rank_, true))
+    if (id + opts_.keep <= upto) fs::remove_all(path, ec);
 }
 
 }  // namespace troupe::detail
@@ -680,6 +715,10 @@ using troupe::detail::sync_path;
 
 recovery checkpoint_to_resume(const std::string& dir, std::size_t rank, std::size_t ranks) {
   return troupe::detail::checkpointer::find(dir, rank, ranks);
+}
+
+std::string detail::state_dir(std::uint64_t id, std::size_t rank) {
+  return troupe::detail::id_part(id) + troupe::detail::state_tail(rank);
 }
 
 namespace {

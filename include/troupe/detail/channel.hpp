@@ -97,6 +97,9 @@
 namespace troupe {
 class actor_system;
 }
+namespace troupe::stream::detail {
+struct keyed_env;
+}
 
 namespace troupe::detail {
 
@@ -191,6 +194,8 @@ class runner_base : public resumable {
   /// and the elements it is to take again first (unaligned barriers).
   /// (This one: a node without state; src/stream/checkpoint.cpp.)
   virtual void restore_state(std::string_view state, bool ended, std::string_view inflight);
+  /// Where its node's keyed states live and save their files.
+  virtual void bind_keyed(const stream::detail::keyed_env&) {}
   /// A source: the checkpointer wakes it to start a checkpoint.
   virtual bool starts_checkpoints() const noexcept { return false; }
   /// Its node hears of completed checkpoints (on_checkpoint_complete).

@@ -360,6 +360,7 @@ class runner_core : public runner_base, public input_side<InE> {
     unblocked();
     if (!clean) out_.discard();
     if (this->checkpoints_ != nullptr) ended_for_checkpoints(clean);
+    self().close_keyed();  // a backend's files are let go before the graph can end
     publish(0, sent());
     phase_ = phase::finished;
     out_.close();
@@ -647,6 +648,7 @@ class runner_core : public runner_base, public input_side<InE> {
 
   bool start_hook() noexcept { return true; }
   bool stop_hook() noexcept { return true; }
+  void close_keyed() noexcept {}
   std::optional<step_result> stop_held(std::uint64_t) noexcept { return std::nullopt; }
   void batch_end_hook() noexcept {}
   std::uint64_t take_markers() noexcept { return 0; }
@@ -705,7 +707,7 @@ class runner final
         tag_{make_tagger()},
         stamp_{make_stamper()},
         sample_every_{s.latency_sample == 0 ? 1 : s.latency_sample} {
-    node_access::set_context(node_, stream::node_context{&sys, s.replica, s.replicas});
+    node_access::set_context(node_, stream::node_context{&sys, s.replica, s.replicas, false, &keyed_});
     if constexpr (!is_sink) {
       auto& out = static_cast<stream::emitter<Out>&>(node_);
       node_access::set_target(out, &target());
@@ -770,16 +772,34 @@ class runner final
 
   void entered_event_time() noexcept override { node_access::set_event_time(node_); }
 
+  /// `state` as final_state wrote it: empty, or u8 flags (1: the node's
+  /// own state follows, as u64 + bytes; 2: then its keyed states).
   void restore_state(std::string_view state, bool ended, std::string_view inflight) override {
     const auto who = "node '" + this->name() + "' (slot " + std::to_string(this->settings_.slot) + ")";
-    if constexpr (stream::stateful<N>) {
+    const auto another = [&](const char* what) {
+      throw stream::checkpoint_error{"troupe checkpoint: " + who + " " + what + ": it was written by another graph"};
+    };
+    if (!state.empty()) {
       stream::state_reader in{state, who};
-      node_.restore(in);
-      if (in.left() != 0) in.fail(std::to_string(in.left()) + " byte(s) were left unread by its restore()");
-      this->restored_ended_ = ended;
-    } else {
-      runner_base::restore_state(state, ended, {});
+      const auto flags = in.read<std::uint8_t>();
+      if (flags > 3) in.fail("unknown flags " + std::to_string(flags));
+      if ((flags & 1U) != 0) {
+        if constexpr (stream::stateful<N>) {
+          stream::state_reader own{in.view_bytes(), who};
+          node_.restore(own);
+          if (own.left() != 0) own.fail(std::to_string(own.left()) + " byte(s) were left unread by its restore()");
+        } else {
+          another("keeps no state, but the checkpoint holds some for it");
+        }
+      } else if constexpr (stream::stateful<N>) {
+        if (!ended) another("has state, but the checkpoint holds none for it");
+      }
+      if ((flags & 2U) != 0) keyed_.load(in);
+      if (in.left() != 0) in.fail("bytes after its keyed states");
+    } else if constexpr (stream::stateful<N>) {
+      if (!ended) another("has state, but the checkpoint holds none for it");
     }
+    this->restored_ended_ = ended;
     if (inflight.empty()) return;
     if constexpr (records) {
       stream::state_reader in{inflight, "the elements saved for " + who};
@@ -796,6 +816,7 @@ class runner final
   bool starts_checkpoints() const noexcept override { return is_source; }
   bool hears_checkpoints() const noexcept override { return stream::checkpoint_listener<N>; }
   bool has_state() const noexcept override { return stream::stateful<N>; }
+  void bind_keyed(const stream::detail::keyed_env& env) override { keyed_.bind(env); }
 
  private:
   tagger_type make_tagger() noexcept {
@@ -832,12 +853,19 @@ class runner final
 
   bool start_hook() noexcept {
     if constexpr (holds) waker_->arm(*this);
-    return always([&] { node_.on_start(); });
+    return always([&] {
+      node_.on_start();
+      if (auto names = keyed_.unclaimed(); !names.empty())
+        throw stream::checkpoint_error{"troupe checkpoint: the checkpoint holds keyed state " + names + " of node '" +
+                                       this->name() + "' (slot " + std::to_string(this->settings_.slot) +
+                                       "), which its on_start did not ask for (keyed())"};
+    });
   }
   bool stop_hook() noexcept {
     tag_.stopping();
     return always([&] { node_.on_stop(); });
   }
+  void close_keyed() noexcept { keyed_.close(); }
 
   // ---- a node that holds (stream/node.hpp: hold, waker, on_wake)
 
@@ -878,16 +906,26 @@ class runner final
 
   // ---- checkpoints (checkpointer.hpp)
 
-  /// The node's state now (nothing for a node without), for checkpoint
-  /// `id` (0: its final state).
+  /// The node's state now, for checkpoint `id` (0: its final state): empty
+  /// for a node without, else u8 flags (1: its own state follows, u64 +
+  /// bytes; 2: then its keyed states, which a final state leaves out: a
+  /// runner restored as ended never runs its node again).
   bool final_state(std::string& state, std::uint64_t id = 0) noexcept {
-    if constexpr (stream::stateful<N>) {
-      return always([&] {
-        stream::state_writer out{state, id};
+    const bool keyed = id != 0 && !keyed_.empty();
+    if (!stream::stateful<N> && !keyed) return true;
+    return always([&] {
+      stream::state_writer out{state, id};
+      out.write(static_cast<std::uint8_t>((stream::stateful<N> ? 1U : 0U) | (keyed ? 2U : 0U)));
+      if constexpr (stream::stateful<N>) {
+        // Its length goes before it, filled in afterwards (no copy of a large state).
+        const auto at = state.size();
+        out.write(std::uint64_t{0});
         node_.snapshot(out);
-      });
-    }
-    return true;
+        const auto n = static_cast<std::uint64_t>(state.size() - at - sizeof(std::uint64_t));
+        std::memcpy(state.data() + at, &n, sizeof n);
+      }
+      if (keyed) keyed_.save(out, id);
+    });
   }
   /// First in a step of a checkpointing graph: a completed checkpoint the
   /// node hears of, a barrier a source starts; a paced source woken for one
@@ -1192,6 +1230,7 @@ class runner final
     return step_result::more;
   }
 
+  stream::detail::keyed_home keyed_;  // before node_: a node may reach its keyed states until it goes
   N node_;
   std::atomic<std::uint64_t> heard_{0};                        // the last completed checkpoint its node heard of
   std::deque<std::conditional_t<records, InE, char>> replay_;  // unaligned: saved elements to take first

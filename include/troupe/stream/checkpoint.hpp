@@ -43,8 +43,12 @@
 // the first barrier it sees and saves the elements queued before the
 // others, for graphs under backpressure.
 //
-// Not yet: graphs fed by an entry actor, keyed state by key groups, the
-// RocksDB backend (docs/fault-tolerance.md).
+// Keyed state (node::keyed, stream/keyed_state.hpp) is saved by the engine,
+// by key groups, on the heap or in a state backend (options.checkpoint.
+// backend: troupe::rocksdb::backend(), incremental).
+//
+// Not yet: graphs fed by an entry actor, restoring a farm with another
+// number of replicas (docs/fault-tolerance.md).
 #pragma once
 
 #include <cstddef>

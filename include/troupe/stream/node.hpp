@@ -24,7 +24,8 @@
 // callback); then it calls on_wake(), which may hold() again. on_idle and
 // on_stop may hold too: the stream's end waits until the node lets go.
 // From on_start on, a node knows replica_index(), replica_count() and the
-// actor system it runs on (system()).
+// actor system it runs on (system()), and keyed<K, V>(name) gives it state
+// by key that checkpoints save (stream/keyed_state.hpp).
 //
 // Watermarks (event time; stream/watermark.hpp): a node whose input carries
 // them (event_time()) sees its input watermark in watermark() and may define
@@ -49,6 +50,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -56,6 +58,7 @@
 #include "troupe/actor/behavior.hpp"
 #include "troupe/detail/actor_cell.hpp"
 #include "troupe/detail/outlet.hpp"
+#include "troupe/stream/keyed_state.hpp"
 
 namespace troupe {
 class actor_system;
@@ -124,9 +127,10 @@ class wake_handle {
 /// Where a node replica runs; valid from on_start on.
 struct node_context {
   actor_system* system = nullptr;
-  std::size_t replica = 0;   ///< index among its stage's replicas
-  std::size_t replicas = 1;  ///< replicas of its stage
-  bool event_time = false;   ///< watermarks reach its input (a stage before it generates them)
+  std::size_t replica = 0;              ///< index among its stage's replicas
+  std::size_t replicas = 1;             ///< replicas of its stage
+  bool event_time = false;              ///< watermarks reach its input (a stage before it generates them)
+  detail::keyed_home* keyed = nullptr;  ///< its keyed states (keyed())
 };
 
 /// Base of every stream operator. In = void: a source; Out = void: a sink.
@@ -168,6 +172,14 @@ class node : public emitter<Out> {
   std::size_t replica_count() const noexcept { return ctx_.replicas; }
   /// The actor system the graph runs on (to send to actors, run a map, ...).
   actor_system& system() const noexcept { return *ctx_.system; }
+  /// The keyed state `name` of this replica (stream/keyed_state.hpp), from
+  /// on_start on: empty at first, or as the checkpoint the graph resumed
+  /// from saved it. Ask in on_start and keep the reference.
+  template <class K, class V, class H = std::hash<K>>
+  keyed_state<K, V, H>& keyed(std::string_view name) {
+    if (ctx_.keyed == nullptr) throw std::logic_error{"troupe stream: keyed() before on_start"};
+    return ctx_.keyed->template get<K, V, H>(name);
+  }
   /// Whether watermarks reach this node's input: a stage before it generates
   /// them (known from on_start on).
   bool event_time() const noexcept { return ctx_.event_time; }

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@
 #include "troupe/runtime/placement.hpp"
 
 namespace troupe::stream {
+
+class state_backend;  // stream/keyed_state.hpp
 
 /// What a failing element does to its graph (see the top of this header).
 enum class failure {
@@ -51,6 +54,12 @@ struct checkpoint_options {
   /// graphs, whose queues would hold barriers back. A node whose input type
   /// is not stream::storable aligns as without it.
   bool unaligned = false;
+  /// Where nodes' keyed states live (stream/keyed_state.hpp): nullptr, in
+  /// memory (saved into the checkpoint files); or a state backend such as
+  /// troupe::rocksdb::backend() (troupe/rocksdb.hpp), whose files go under
+  /// `dir` (checkpoints hold links to them, so only what changed since the
+  /// last one is written).
+  std::shared_ptr<state_backend> backend{};
 };
 
 /// How a graph's checkpoints have gone so far (graph::checkpoints()).

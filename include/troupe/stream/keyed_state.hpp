@@ -1,0 +1,413 @@
+// keyed_state.hpp: state by key, kept by the engine (in memory, or in a
+// state backend such as RocksDB: troupe/rocksdb.hpp) and saved with every
+// checkpoint. A node asks for it by name from on_start on:
+//   struct counter : troupe::stream::node<std::string, void> {
+//     troupe::stream::keyed_state<std::string, std::uint64_t>* counts = nullptr;
+//     void on_start() { counts = &keyed<std::string, std::uint64_t>("counts"); }
+//     void consume(std::string& w) { counts->update(w, [](std::uint64_t& n) { ++n; }); }
+//   };
+// Ask in on_start: a restarted graph fails, naming the state, if its node
+// has not asked for every keyed state the checkpoint holds by the end of
+// on_start. Put it behind a by-key farm (troupe::by_key): each replica then holds the
+// keys routed to it. The node needs no snapshot/restore for it: a
+// checkpoint saves every keyed state of every replica, and a restarted
+// graph gives each replica's node its keyed states back, by name, when it
+// asks for them again.
+//
+// Key groups. Every key falls in one of `key_groups` groups (a mix of its
+// hash); by_key sends group g to replica g * replicas / key_groups, so each
+// group belongs to exactly one replica whatever their number, and a
+// checkpoint keeps each replica's state group by group (the unit a restore
+// can hand to another replica).
+//
+// Backends. Without checkpoint_options::backend (or in a graph without
+// checkpoints) a keyed state is a hash map in the node's memory: update()
+// changes the value in place. With a backend, keys and values go to it as
+// bytes (state_writer's encoding): every access encodes the key and reads,
+// decodes, encodes and writes the value; K and V must be storable(). A
+// checkpoint taken on the heap restores into a backend too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "troupe/stream/key_group.hpp"
+#include "troupe/stream/state.hpp"
+
+namespace troupe::stream {
+
+/// One keyed state's table in a backend that stores bytes. Keys are
+/// ordered by their bytes; every key starts with its key group (2 bytes,
+/// big-endian), so a table is sorted by group.
+class kv_table {
+ public:
+  virtual ~kv_table() = default;
+  /// The value of `key` into `value`; false: there is none.
+  virtual bool get(std::string_view key, std::string& value) = 0;
+  virtual void put(std::string_view key, std::string_view value) = 0;
+  virtual void erase(std::string_view key) = 0;
+  /// Every entry, in key order.
+  virtual void scan(const std::function<void(std::string_view key, std::string_view value)>& f) = 0;
+  /// Saves the table as it is now into the new directory `dir`; returns
+  /// what restore() needs besides the directory (may be empty).
+  virtual std::string checkpoint(const std::string& dir) = 0;
+
+ protected:
+  kv_table() = default;
+  kv_table(const kv_table&) = default;
+  kv_table& operator=(const kv_table&) = default;
+};
+
+/// Where keyed state lives (checkpoint_options::backend); errors throw
+/// checkpoint_error naming the directory.
+class state_backend {
+ public:
+  virtual ~state_backend() = default;
+  /// For messages and statistics ("rocksdb").
+  virtual std::string name() const = 0;
+  /// A new, empty table working in the directory `work` (which does not exist yet).
+  virtual std::unique_ptr<kv_table> open(const std::string& work) = 0;
+  /// A table as kv_table::checkpoint saved it in `dir` (with `saved`, what
+  /// that returned), working in `work` (which does not exist yet); `dir`
+  /// stays as it was.
+  virtual std::unique_ptr<kv_table> restore(const std::string& work, const std::string& dir, std::string_view saved) = 0;
+
+ protected:
+  state_backend() = default;
+  state_backend(const state_backend&) = default;
+  state_backend& operator=(const state_backend&) = default;
+};
+
+namespace detail {
+
+/// Where a node's keyed states save themselves (the engine's side).
+struct keyed_env {
+  state_backend* backend = nullptr;  // nullptr: on the heap
+  std::string work;                  // backend: the node's working directory
+  std::string dir;                   // the checkpoint directory, for paths relative to it
+  std::size_t rank = 0, slot = 0;    // whose files
+};
+
+/// Type-erased side of keyed_state (keyed_home keeps them).
+class keyed_base {
+ public:
+  virtual ~keyed_base() = default;
+  keyed_base(const keyed_base&) = delete;
+  keyed_base& operator=(const keyed_base&) = delete;
+  /// Writes the state for checkpoint `id` (its `index` among the node's).
+  virtual void save(state_writer& out, std::uint64_t id, std::size_t index) = 0;
+  /// The node has ended: a backend's table is closed (its files let go).
+  virtual void close() noexcept = 0;
+
+ protected:
+  keyed_base() = default;
+};
+
+/// The key bytes a backend stores: 2 bytes of key group, big-endian, then
+/// the key as state_writer writes it.
+template <class K, class H>
+void encode_key(std::string& out, const K& k, const H& hash) {
+  const auto g = key_group(hash(k));
+  out.clear();
+  out.push_back(static_cast<char>(g >> 8));
+  out.push_back(static_cast<char>(g & 0xFF));
+  state_writer w{out};
+  w.write(k);
+}
+
+/// The directory of a rank's backend files of checkpoint `id`, relative to
+/// the checkpoint directory: chk-<id, 20 digits>.rank-<rank>.state.
+std::string state_dir(std::uint64_t id, std::size_t rank);
+
+}  // namespace detail
+
+/// State by key of a node replica (see the top of this header). K needs
+/// std::hash (or H); with a backend, K and V must be storable().
+template <class K, class V, class H = std::hash<K>>
+class keyed_state final : public detail::keyed_base {
+ public:
+  using key_type = K;
+  using mapped_type = V;
+
+  /// The value of k, if it has one.
+  std::optional<V> get(const K& k) {
+    if (!table_) {
+      auto it = heap_.find(k);
+      if (it == heap_.end()) return std::nullopt;
+      return it->second;
+    }
+    detail::encode_key(key_, k, hash_);
+    if (!table_->get(key_, value_)) return std::nullopt;
+    return decode(value_);
+  }
+  bool contains(const K& k) {
+    if (!table_) return heap_.find(k) != heap_.end();
+    detail::encode_key(key_, k, hash_);
+    return table_->get(key_, value_);
+  }
+  void put(const K& k, V v) {
+    if (!table_) {
+      heap_.insert_or_assign(k, std::move(v));
+      return;
+    }
+    detail::encode_key(key_, k, hash_);
+    store(v);
+  }
+  /// f(value) on k's value (a V{} if it had none), kept afterwards;
+  /// returns what f returns (as a value).
+  template <class F>
+  auto update(const K& k, F&& f) {
+    if (!table_) return std::invoke(f, heap_[k]);
+    detail::encode_key(key_, k, hash_);
+    V v{};
+    if (table_->get(key_, value_)) v = decode(value_);
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, V&>>) {
+      std::invoke(f, v);
+      store(v);
+    } else {
+      auto r = std::invoke(f, v);
+      store(v);
+      return r;
+    }
+  }
+  void erase(const K& k) {
+    if (!table_) {
+      heap_.erase(k);
+      return;
+    }
+    detail::encode_key(key_, k, hash_);
+    table_->erase(key_);
+  }
+  /// f(key, value) for every entry (a backend: in key-group order).
+  template <class F>
+  void for_each(F&& f) {
+    if (!table_) {
+      for (const auto& [k, v] : heap_) std::invoke(f, k, v);
+      return;
+    }
+    table_->scan([&](std::string_view kb, std::string_view vb) {
+      K k{};
+      state_reader kr{kb.substr(2), "a keyed state's key"};
+      kr.read(k);
+      const V v = decode(vb);
+      std::invoke(f, k, v);
+    });
+  }
+  /// Entries (a backend: counted by a scan).
+  std::size_t size() {
+    if (!table_) return heap_.size();
+    std::size_t n = 0;
+    table_->scan([&](std::string_view, std::string_view) { ++n; });
+    return n;
+  }
+  /// Whether it lives in a backend (else on the heap).
+  bool in_backend() const noexcept { return table_ != nullptr; }
+
+  // ---- the engine's side (keyed_home)
+
+  explicit keyed_state(const detail::keyed_env& env) : env_{&env} {}
+
+  /// Format: u8 kind (0: heap, 1: backend). Heap: u32 key_groups, u64
+  /// groups that hold entries, then per group u32 group, u64 entries and
+  /// each key and value. Backend: the table's directory relative to the
+  /// checkpoint directory, and what its checkpoint() returned.
+  void save(state_writer& out, std::uint64_t id, std::size_t index) override {
+    if (!table_) {
+      out.write(std::uint8_t{0});
+      save_heap(out);
+      return;
+    }
+    const auto rel = detail::state_dir(id, env_->rank) + "/slot-" + std::to_string(env_->slot) + "." + std::to_string(index);
+    out.write(std::uint8_t{1});
+    out.write(rel);
+    out.write_bytes(table_->checkpoint(env_->dir + "/" + rel));
+  }
+  /// Takes the state as save() wrote it: into the heap, or the backend
+  /// (from either).
+  void load(state_reader& in, std::size_t index) {
+    const auto kind = in.read<std::uint8_t>();
+    if (kind == 0) {
+      if (env_->backend == nullptr) return load_heap(in);
+      open(index);
+      std::unordered_map<K, V, H> entries;
+      std::swap(entries, heap_);
+      load_heap(in);
+      std::swap(entries, heap_);
+      for (const auto& [k, v] : entries) put(k, v);
+      return;
+    }
+    if (kind != 1) in.fail("an unknown keyed state kind " + std::to_string(kind));
+    const auto rel = in.read<std::string>();
+    const auto saved = in.view_bytes();
+    if (env_->backend == nullptr)
+      in.fail("a keyed state kept in a state backend, but this graph has none to restore it into; "
+              "give checkpoint.backend the backend it ran with");
+    table_ = env_->backend->restore(work(index), env_->dir + "/" + rel, saved);
+  }
+  void close() noexcept override { table_.reset(); }
+  /// A new table in the backend (none: stays on the heap).
+  void open(std::size_t index) {
+    if (env_->backend != nullptr && !table_) table_ = env_->backend->open(work(index));
+  }
+
+ private:
+  std::string work(std::size_t index) const { return env_->work + "/" + std::to_string(index); }
+  V decode(std::string_view b) const {
+    V v{};
+    state_reader r{b, "a keyed state's value"};
+    r.read(v);
+    return v;
+  }
+  void store(const V& v) {
+    value_.clear();
+    state_writer w{value_};
+    w.write(v);
+    table_->put(key_, value_);
+  }
+  void save_heap(state_writer& out) const {
+    // Entries by key group: a counting sort over the groups.
+    std::vector<std::uint32_t> count(key_groups + 1, 0);
+    std::vector<std::uint32_t> group;
+    group.reserve(heap_.size());
+    for (const auto& e : heap_) {
+      group.push_back(static_cast<std::uint32_t>(key_group(hash_(e.first))));
+      ++count[group.back() + 1];
+    }
+    std::uint64_t used = 0;
+    for (std::size_t g = 1; g <= key_groups; ++g) used += count[g] != 0 ? 1 : 0;
+    for (std::size_t g = 1; g <= key_groups; ++g) count[g] += count[g - 1];
+    std::vector<const typename decltype(heap_)::value_type*> order(heap_.size());
+    auto at = count;
+    std::size_t i = 0;
+    for (const auto& e : heap_) order[at[group[i++]]++] = &e;
+    out.write(static_cast<std::uint32_t>(key_groups));
+    out.write(used);
+    for (std::size_t g = 0; g < key_groups; ++g) {
+      if (count[g + 1] == count[g]) continue;
+      out.write(static_cast<std::uint32_t>(g));
+      out.write(static_cast<std::uint64_t>(count[g + 1] - count[g]));
+      for (auto j = count[g]; j < count[g + 1]; ++j) {
+        out.write(order[j]->first);
+        out.write(order[j]->second);
+      }
+    }
+  }
+  void load_heap(state_reader& in) {
+    const auto groups = in.read<std::uint32_t>();
+    if (groups != key_groups)
+      in.fail("a keyed state in " + std::to_string(groups) + " key groups (this build has " +
+              std::to_string(key_groups) + ")");
+    heap_.clear();
+    for (auto used = in.read<std::uint64_t>(); used != 0; --used) {
+      const auto g = in.read<std::uint32_t>();
+      if (g >= key_groups) in.fail("key group " + std::to_string(g) + " out of range");
+      for (auto n = in.read<std::uint64_t>(); n != 0; --n) {
+        K k{};
+        V v{};
+        in.read(k);
+        in.read(v);
+        heap_.insert_or_assign(std::move(k), std::move(v));
+      }
+    }
+  }
+
+  std::unordered_map<K, V, H> heap_;
+  std::unique_ptr<kv_table> table_;
+  const detail::keyed_env* env_;
+  H hash_{};
+  std::string key_, value_;  // scratch for a backend's bytes
+};
+
+namespace detail {
+
+/// A node replica's keyed states (one per runner; node::keyed finds it
+/// through the node's context).
+class keyed_home {
+ public:
+  keyed_home() = default;
+  keyed_home(const keyed_home&) = delete;
+  keyed_home& operator=(const keyed_home&) = delete;
+
+  /// Before the graph starts, for a graph with checkpoints: where states
+  /// live and save their files.
+  void bind(keyed_env env) { env_ = std::move(env); }
+  const keyed_env& env() const noexcept { return env_; }
+
+  /// The node's keyed state `name` (made, or restored, on first use).
+  template <class K, class V, class H>
+  keyed_state<K, V, H>& get(std::string_view name) {
+    for (auto& s : states_) {
+      if (s.name != name) continue;
+      auto* p = dynamic_cast<keyed_state<K, V, H>*>(s.state.get());
+      if (p == nullptr)
+        throw std::logic_error{"troupe stream: keyed state '" + std::string{name} +
+                               "' was asked for with two different key or value types"};
+      return *p;
+    }
+    auto owned = std::make_unique<keyed_state<K, V, H>>(env_);
+    auto& st = *owned;
+    const auto index = states_.size();
+    states_.push_back({std::string{name}, std::move(owned)});
+    if (auto it = restored_.find(std::string{name}); it != restored_.end()) {
+      state_reader in{it->second, "keyed state '" + std::string{name} + "'"};
+      st.load(in, index);
+      if (in.left() != 0) in.fail("bytes after its end");
+      restored_.erase(it);
+    } else {
+      st.open(index);
+    }
+    return st;
+  }
+  bool empty() const noexcept { return states_.empty(); }
+  /// The node has ended: backends' tables close.
+  void close() noexcept {
+    for (auto& s : states_) s.state->close();
+  }
+  /// The names of restored states the node has not asked for ("" if none).
+  std::string unclaimed() const {
+    std::string names;
+    for (const auto& r : restored_) names += (names.empty() ? "'" : ", '") + r.first + "'";
+    return names;
+  }
+  /// u64 states, then per state its name and its bytes (keyed_state::save).
+  void save(state_writer& out, std::uint64_t id) {
+    out.write(static_cast<std::uint64_t>(states_.size()));
+    std::string bytes;
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      out.write(states_[i].name);
+      bytes.clear();
+      state_writer w{bytes, id};
+      states_[i].state->save(w, id, i);
+      out.write_bytes(bytes);
+    }
+  }
+  /// The states a checkpoint holds, taken by get() as the node asks.
+  void load(state_reader& in) {
+    for (auto n = in.read<std::uint64_t>(); n != 0; --n) {
+      auto name = in.read<std::string>();
+      restored_.insert_or_assign(std::move(name), in.read_bytes());
+    }
+  }
+
+ private:
+  struct entry {
+    std::string name;
+    std::unique_ptr<keyed_base> state;
+  };
+  keyed_env env_;
+  std::vector<entry> states_;
+  std::unordered_map<std::string, std::string> restored_;
+};
+
+}  // namespace detail
+
+}  // namespace troupe::stream
