@@ -131,9 +131,10 @@ struct keyed_running : st::node<std::int64_t, std::string> {
 
 /// paced numbers -> a by-key farm of 3 keyed_running -> a file.
 inline auto keyed_pipeline(const std::string& out, std::int64_t n) {
-  return troupe::pipeline{paced_numbers{0, n, 40},
-                          troupe::farm{keyed_running{}, 3, troupe::by_key{[](const std::int64_t& x) { return x % 101; }}},
-                          st::file_sink(out)};
+  return troupe::pipeline{
+      paced_numbers{0, n, 40},
+      troupe::farm{keyed_running{}, 3, troupe::by_key{[](const std::int64_t& x) { return x % 101; }}},
+      st::file_sink(out)};
 }
 
 /// Runs keyed_pipeline with `first` checkpoint options, stops it like a

@@ -12,6 +12,9 @@
 // impls:
 //   no_checkpoints   troupe_apps::<app>::run as troupe-<app> --passes N
 //   checkpoints_1s   the same with --checkpoint-dir DIR --checkpoint-interval 1000
+//   checkpoints_1s_rocksdb  the same with --state-backend rocksdb (wc only:
+//                    its counters' keyed state; fd and sd keep none, so it
+//                    would be checkpoints_1s again)
 // Measured region: the app's own timed run (run_result::elapsed_s: from the
 // spawn of the graph until every sink has drained; loading the input is
 // outside it).
@@ -72,9 +75,10 @@ bench::sample sample_of(const troupe_apps::run_result& r) {
 
 bench::sample run_plain(const bench::params& p) { return sample_of(run_app(p, flags(p))); }
 
-bench::sample run_checkpointed(const bench::params& p) {
+bench::sample run_checkpointed_in(const bench::params& p, const std::string& backend) {
   const bench::temp_dir where{"troupe_checkpoint_overhead_"};
   cli c = flags(p);
+  c.state_backend = backend;
   c.checkpoint_dir = where.path();
   c.checkpoint_interval_ms = 1000;
   const auto r = run_app(p, c);
@@ -82,6 +86,18 @@ bench::sample run_checkpointed(const bench::params& p) {
     throw std::runtime_error(std::string{app_names[p.get("app")]} +
                              ": no checkpoint completed: the run was too short to measure their cost");
   return sample_of(r);
+}
+
+bench::sample run_checkpointed(const bench::params& p) { return run_checkpointed_in(p, "heap"); }
+
+bench::sample run_checkpointed_rocksdb(const bench::params& p) {
+#if TROUPE_APPS_ROCKSDB
+  if (p.get("app") != 0) throw bench::not_available("only wc keeps keyed state");
+  return run_checkpointed_in(p, "rocksdb");
+#else
+  (void)p;
+  throw bench::not_available("troupe::rocksdb is not built (librocksdb-dev)");
+#endif
 }
 
 }  // namespace
@@ -92,7 +108,9 @@ int main(int argc, char** argv) {
   s.description =
       "wc, fd and sd at full speed over whole passes: without checkpoints vs a checkpoint every second, source "
       "tuples/s";
-  s.impls = {{"no_checkpoints", run_plain}, {"checkpoints_1s", run_checkpointed}};
+  s.impls = {{"no_checkpoints", run_plain},
+             {"checkpoints_1s", run_checkpointed},
+             {"checkpoints_1s_rocksdb", run_checkpointed_rocksdb}};
   s.primary = bench::extra_metric("tuples_per_s", "tuples/s", true, "source_tuples_per_s");
   s.variants = [](bool full) {
     const std::int64_t k = full ? 2 : 1;

@@ -3,9 +3,14 @@
 // 100 MB of operator state.
 //
 // The job: a replayable generator (a counter, at full speed) -> a node that
-// counts its elements by key in a dense table of `mb` MB (its state: the
-// table, written whole at every checkpoint; state in memory) -> a sink.
-// Checkpoints every second into a fresh directory under $TMPDIR.
+// counts its elements by key -> a sink. Checkpoints every second into a
+// fresh directory under $TMPDIR.
+//   heap: the counts are a dense table of `mb` MB, the node's own state,
+//         written whole into the checkpoint file at every checkpoint;
+//   rocksdb: the counts are keyed state in RocksDB (troupe::rocksdb), one
+//         key per counter, `mb` MB of keys and values (8 + 8 bytes each),
+//         all written before the first checkpoint; a checkpoint links
+//         RocksDB's table files, a restore links them back.
 // One run:
 //   1. a first process (forked) runs the job until its directory holds a
 //      completed checkpoint; then it is killed (SIGKILL) at once;
@@ -17,14 +22,18 @@
 // copies the parent; no exec: a real restart adds loading the binary).
 //
 // params:
-//   mb   the table's size in MB (the checkpoint file is that much and a few bytes)
+//   mb   the state's size in MB (heap: the checkpoint file is that much and a
+//        few bytes; rocksdb: the raw keys and values, compressed on disk)
 // impls:
-//   heap  the in-memory state backend (the only one so far)
+//   heap     the in-memory state backend
+//   rocksdb  the RocksDB state backend (skipped where troupe::rocksdb is not built)
 // Measured region: from the kill of the first process to the first element
 // at the second's sink (steady_clock, one clock for both processes).
 // Figure: recovery_ms (lower is better).
 // Extras: restore_ms (spawn() in the second process, which restores before
-// it starts the nodes), checkpoint_mb (the file's size).
+// it starts the nodes; RocksDB opens its tables in on_start, after it),
+// checkpoint_mb (what the checkpoint takes on disk: its file, and RocksDB's
+// table files).
 // Check: the second process resumed from a checkpoint (restored id >= 1).
 #include <fcntl.h>
 #include <poll.h>
@@ -49,6 +58,9 @@
 #include "common/harness.hpp"
 #include "common/temp_dir.hpp"
 #include "troupe/troupe.hpp"
+#if BENCH_ROCKSDB
+#include "troupe/rocksdb.hpp"
+#endif
 
 namespace {
 
@@ -76,6 +88,22 @@ struct table_counts : st::node<std::uint64_t, std::uint64_t> {
   }
 };
 
+/// The same counts as keyed state (one key per counter), written whole
+/// before the first checkpoint when the node starts afresh.
+struct keyed_counts : st::node<std::uint64_t, std::uint64_t> {
+  static constexpr const char* kind = "table_counts";
+  std::size_t n = 0;
+  st::keyed_state<std::uint64_t, std::uint64_t>* counts = nullptr;
+  void on_start() {
+    counts = &keyed<std::uint64_t, std::uint64_t>("counts");
+    if (counts->contains(0)) return;  // restored
+    for (std::uint64_t k = 0; k < n; ++k) counts->put(k, 0);
+  }
+  void consume(std::uint64_t& x) {
+    send_next(counts->update((x * 0x9E3779B97F4A7C15ULL) % n, [](std::uint64_t& c) { return ++c; }));
+  }
+};
+
 /// Tells `seen` the first element's time.
 struct first_sink : st::node<std::uint64_t, void> {
   static constexpr const char* kind = "first_sink";
@@ -87,16 +115,21 @@ struct first_sink : st::node<std::uint64_t, void> {
 
 /// The job, in this process: runs until `stop` says so; `seen` gets the time
 /// of the sink's first element.
-st::graph spawn_job(troupe::actor_system& sys, const std::string& dir, std::size_t mb,
-                    std::atomic<std::int64_t>& seen) {
-  table_counts counts;
-  counts.n = mb * 1024 * 1024 / sizeof(std::uint64_t);
+/// `backend`: nullptr, the table in memory; else keyed state there.
+st::graph spawn_job(troupe::actor_system& sys, const std::string& dir, std::size_t mb, std::atomic<std::int64_t>& seen,
+                    std::shared_ptr<st::state_backend> backend) {
   first_sink sink;
   sink.seen = &seen;
-  return troupe::spawn_pattern(
-      sys,
-      troupe::pipeline{st::generator([](std::uint64_t i) -> std::optional<std::uint64_t> { return i; }), counts, sink},
-      st::options{.checkpoint = {.dir = dir, .interval = std::chrono::milliseconds{1000}}});
+  auto numbers = st::generator([](std::uint64_t i) -> std::optional<std::uint64_t> { return i; });
+  const st::options o{.checkpoint = {.dir = dir, .interval = std::chrono::milliseconds{1000}, .backend = backend}};
+  if (backend) {
+    keyed_counts counts;
+    counts.n = mb * 1024 * 1024 / (2 * sizeof(std::uint64_t));
+    return troupe::spawn_pattern(sys, troupe::pipeline{numbers, counts, sink}, o);
+  }
+  table_counts counts;
+  counts.n = mb * 1024 * 1024 / sizeof(std::uint64_t);
+  return troupe::spawn_pattern(sys, troupe::pipeline{numbers, counts, sink}, o);
 }
 
 [[noreturn]] void child_fails(int fd, const std::string& what) {
@@ -142,7 +175,17 @@ struct process {
   }
 };
 
-bench::sample run_heap(const bench::params& p) {
+/// What a checkpoint takes on disk (every file but the working tables).
+double checkpoint_mb_in(const std::string& dir) {
+  std::uintmax_t bytes = 0;
+  for (auto& f : fs::recursive_directory_iterator{dir}) {
+    if (f.path().string().find("/work.rank-") != std::string::npos || !f.is_regular_file()) continue;
+    bytes += f.file_size();
+  }
+  return static_cast<double>(bytes) / 1048576.0;
+}
+
+bench::sample run_with(const bench::params& p, const std::shared_ptr<st::state_backend>& backend) {
   const auto mb = static_cast<std::size_t>(p.get("mb"));
   const bench::temp_dir where{"troupe_recovery_time_"};
   const std::string& dir = where.path();
@@ -156,7 +199,7 @@ bench::sample run_heap(const bench::params& p) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     troupe::actor_system sys{troupe::config{.workers = 2}};
     std::atomic<std::int64_t> seen{0};
-    auto g = spawn_job(sys, dir, mb, seen);
+    auto g = spawn_job(sys, dir, mb, seen, backend);
     g.wait();
     std::_Exit(0);
   }
@@ -164,11 +207,9 @@ bench::sample run_heap(const bench::params& p) {
     if (clock_type::now() > deadline) throw std::runtime_error("the first run completed no checkpoint");
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
   }
-  double checkpoint_mb = 0;
-  for (auto& f : fs::directory_iterator{dir})
-    if (f.path().extension() == ".troupe") checkpoint_mb = static_cast<double>(fs::file_size(f.path())) / 1048576.0;
   const auto killed = now_ns();
   first.kill_now();
+  const auto checkpoint_mb = checkpoint_mb_in(dir);
 
   // 2. The same job again.
   int fds[2];
@@ -183,7 +224,7 @@ bench::sample run_heap(const bench::params& p) {
       troupe::actor_system sys{troupe::config{.workers = 2}};
       std::atomic<std::int64_t> seen{0};
       const auto spawning = now_ns();
-      auto g = spawn_job(sys, dir, mb, seen);
+      auto g = spawn_job(sys, dir, mb, seen, backend);
       const auto spawned = now_ns();
       while (seen.load(std::memory_order_acquire) == 0) std::this_thread::yield();
       const std::string line = std::to_string(seen.load()) + " " + std::to_string(spawned - spawning) + " " +
@@ -211,6 +252,17 @@ bench::sample run_heap(const bench::params& p) {
   return s;
 }
 
+bench::sample run_heap(const bench::params& p) { return run_with(p, nullptr); }
+
+bench::sample run_rocksdb(const bench::params& p) {
+#if BENCH_ROCKSDB
+  return run_with(p, troupe::rocksdb::backend());
+#else
+  (void)p;
+  throw bench::not_available("troupe::rocksdb is not built (librocksdb-dev)");
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,7 +270,7 @@ int main(int argc, char** argv) {
   s.name = "recovery_time";
   s.description =
       "a job killed with SIGKILL and started anew: from the kill to its first output, 10 and 100 MB of state";
-  s.impls = {{"heap", run_heap}};
+  s.impls = {{"heap", run_heap}, {"rocksdb", run_rocksdb}};
   s.primary = bench::extra_metric("recovery_ms", "ms", false, "recovery_ms");
   s.variants = [](bool) { return std::vector<bench::variant>{{"10 MB", {{"mb", 10}}}, {"100 MB", {{"mb", 100}}}}; };
   s.default_runs = 5;

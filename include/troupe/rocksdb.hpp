@@ -12,10 +12,11 @@
 // changed since the last one (incremental) and shares the rest. Restoring
 // links the files back into a fresh working database.
 //
-// Cost: every access encodes the key and the value and goes through
-// RocksDB (a memtable look-up, and the block cache or the disk for keys
-// flushed before); use it for state larger than memory, or to make
-// checkpoints of a large state cheap when little of it changes.
+// Cost: a key not in the cache in front of RocksDB (options::cache_entries)
+// is encoded and read from RocksDB (a memtable look-up, then the block
+// cache or the disk); changed keys are written back in batches. Use it for
+// state larger than memory, or to make checkpoints of a large state cheap
+// when little of it changes.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,11 @@ struct options {
   std::size_t write_buffer_bytes = std::size_t{64} << 20;
   /// Each table's block cache for reads of flushed keys.
   std::size_t block_cache_bytes = std::size_t{32} << 20;
+  /// Keys each keyed state keeps decoded in memory in front of RocksDB
+  /// (state_backend::cache_entries; 0: every access goes to RocksDB).
+  /// Changed keys go to RocksDB in one write batch at each checkpoint,
+  /// before a scan, and whenever this many are held.
+  std::size_t cache_entries = 16384;
 };
 
 /// A state backend that keeps keyed state in RocksDB

@@ -55,6 +55,12 @@ class kv_table {
   virtual bool get(std::string_view key, std::string& value) = 0;
   virtual void put(std::string_view key, std::string_view value) = 0;
   virtual void erase(std::string_view key) = 0;
+  /// One write of several keys (a value, or `erase`).
+  struct change {
+    std::string key, value;
+    bool erase = false;
+  };
+  virtual void write(const std::vector<change>& changes) = 0;
   /// Every entry, in key order.
   virtual void scan(const std::function<void(std::string_view key, std::string_view value)>& f) = 0;
   /// Saves the table as it is now into the new directory `dir`; returns
@@ -74,12 +80,18 @@ class state_backend {
   virtual ~state_backend() = default;
   /// For messages and statistics ("rocksdb").
   virtual std::string name() const = 0;
+  /// How many keys each keyed state keeps decoded in memory in front of
+  /// its table (0: none, every access goes to the table). Changed ones
+  /// are written to the table together: at each checkpoint, before a
+  /// scan, and when that many are held.
+  virtual std::size_t cache_entries() const { return 0; }
   /// A new, empty table working in the directory `work` (which does not exist yet).
   virtual std::unique_ptr<kv_table> open(const std::string& work) = 0;
   /// A table as kv_table::checkpoint saved it in `dir` (with `saved`, what
   /// that returned), working in `work` (which does not exist yet); `dir`
   /// stays as it was.
-  virtual std::unique_ptr<kv_table> restore(const std::string& work, const std::string& dir, std::string_view saved) = 0;
+  virtual std::unique_ptr<kv_table> restore(const std::string& work, const std::string& dir,
+                                            std::string_view saved) = 0;
 
  protected:
   state_backend() = default;
@@ -145,18 +157,28 @@ class keyed_state final : public detail::keyed_base {
       if (it == heap_.end()) return std::nullopt;
       return it->second;
     }
+    if (cap_ != 0) {
+      const auto& e = fetch(k);
+      return e.present ? std::optional<V>{e.value} : std::nullopt;
+    }
     detail::encode_key(key_, k, hash_);
     if (!table_->get(key_, value_)) return std::nullopt;
     return decode(value_);
   }
   bool contains(const K& k) {
     if (!table_) return heap_.find(k) != heap_.end();
+    if (cap_ != 0) return fetch(k).present;
     detail::encode_key(key_, k, hash_);
     return table_->get(key_, value_);
   }
   void put(const K& k, V v) {
     if (!table_) {
       heap_.insert_or_assign(k, std::move(v));
+      return;
+    }
+    if (cap_ != 0) {
+      room();
+      cache_.insert_or_assign(k, cached{std::move(v), true, true});
       return;
     }
     detail::encode_key(key_, k, hash_);
@@ -167,6 +189,13 @@ class keyed_state final : public detail::keyed_base {
   template <class F>
   auto update(const K& k, F&& f) {
     if (!table_) return std::invoke(f, heap_[k]);
+    if (cap_ != 0) {
+      auto& e = fetch(k);
+      if (!e.present) e.value = V{};
+      e.present = true;
+      e.dirty = true;
+      return std::invoke(f, e.value);
+    }
     detail::encode_key(key_, k, hash_);
     V v{};
     if (table_->get(key_, value_)) v = decode(value_);
@@ -184,6 +213,11 @@ class keyed_state final : public detail::keyed_base {
       heap_.erase(k);
       return;
     }
+    if (cap_ != 0) {
+      room();
+      cache_.insert_or_assign(k, cached{V{}, false, true});
+      return;
+    }
     detail::encode_key(key_, k, hash_);
     table_->erase(key_);
   }
@@ -194,9 +228,10 @@ class keyed_state final : public detail::keyed_base {
       for (const auto& [k, v] : heap_) std::invoke(f, k, v);
       return;
     }
+    write_back();
     table_->scan([&](std::string_view kb, std::string_view vb) {
       K k{};
-      state_reader kr{kb.substr(2), "a keyed state's key"};
+      state_reader kr{kb.substr(2), "keyed key"};
       kr.read(k);
       const V v = decode(vb);
       std::invoke(f, k, v);
@@ -205,6 +240,7 @@ class keyed_state final : public detail::keyed_base {
   /// Entries (a backend: counted by a scan).
   std::size_t size() {
     if (!table_) return heap_.size();
+    write_back();
     std::size_t n = 0;
     table_->scan([&](std::string_view, std::string_view) { ++n; });
     return n;
@@ -226,7 +262,9 @@ class keyed_state final : public detail::keyed_base {
       save_heap(out);
       return;
     }
-    const auto rel = detail::state_dir(id, env_->rank) + "/slot-" + std::to_string(env_->slot) + "." + std::to_string(index);
+    const auto rel =
+        detail::state_dir(id, env_->rank) + "/slot-" + std::to_string(env_->slot) + "." + std::to_string(index);
+    write_back();
     out.write(std::uint8_t{1});
     out.write(rel);
     out.write_bytes(table_->checkpoint(env_->dir + "/" + rel));
@@ -249,21 +287,70 @@ class keyed_state final : public detail::keyed_base {
     const auto rel = in.read<std::string>();
     const auto saved = in.view_bytes();
     if (env_->backend == nullptr)
-      in.fail("a keyed state kept in a state backend, but this graph has none to restore it into; "
-              "give checkpoint.backend the backend it ran with");
+      in.fail(
+          "a keyed state kept in a state backend, but this graph has none to restore it into; "
+          "give checkpoint.backend the backend it ran with");
     table_ = env_->backend->restore(work(index), env_->dir + "/" + rel, saved);
+    cap_ = env_->backend->cache_entries();
   }
-  void close() noexcept override { table_.reset(); }
+  void close() noexcept override {
+    cache_.clear();
+    table_.reset();
+  }
   /// A new table in the backend (none: stays on the heap).
   void open(std::size_t index) {
-    if (env_->backend != nullptr && !table_) table_ = env_->backend->open(work(index));
+    if (env_->backend == nullptr || table_) return;
+    table_ = env_->backend->open(work(index));
+    cap_ = env_->backend->cache_entries();
   }
 
  private:
+  /// A key held in front of the table: its value (present: it has one;
+  /// dirty: the table does not have it yet).
+  struct cached {
+    V value{};
+    bool present = false, dirty = false;
+  };
+  cached& fetch(const K& k) {
+    if (auto it = cache_.find(k); it != cache_.end()) return it->second;
+    room();
+    detail::encode_key(key_, k, hash_);
+    cached e;
+    if (table_->get(key_, value_)) {
+      e.value = decode(value_);
+      e.present = true;
+    }
+    return cache_.emplace(k, std::move(e)).first->second;
+  }
+  /// Room for one more key in the cache: when it is full, what changed
+  /// goes to the table and the cache starts empty.
+  void room() {
+    if (cache_.size() < cap_) return;
+    write_back();
+    cache_.clear();
+  }
+  /// The changed keys to the table, in one write.
+  void write_back() {
+    changes_.clear();
+    for (auto& [k, e] : cache_) {
+      if (!e.dirty) continue;
+      kv_table::change c;
+      detail::encode_key(c.key, k, hash_);
+      if (e.present) {
+        state_writer w{c.value};
+        w.write(e.value);
+      } else {
+        c.erase = true;
+      }
+      changes_.push_back(std::move(c));
+      e.dirty = false;
+    }
+    if (!changes_.empty()) table_->write(changes_);
+  }
   std::string work(std::size_t index) const { return env_->work + "/" + std::to_string(index); }
   V decode(std::string_view b) const {
     V v{};
-    state_reader r{b, "a keyed state's value"};
+    state_reader r{b, "keyed value"};
     r.read(v);
     return v;
   }
@@ -322,6 +409,9 @@ class keyed_state final : public detail::keyed_base {
 
   std::unordered_map<K, V, H> heap_;
   std::unique_ptr<kv_table> table_;
+  std::unordered_map<K, cached, H> cache_;  // a backend: keys in front of the table
+  std::size_t cap_ = 0;                     // the cache's size (0: none)
+  std::vector<kv_table::change> changes_;   // scratch for write_back
   const detail::keyed_env* env_;
   H hash_{};
   std::string key_, value_;  // scratch for a backend's bytes
