@@ -234,7 +234,8 @@ TEST_F(apps_cli_binary, help_lists_every_flag_with_its_default) {
                                      "--help",
                                      "--metrics-port",
                                      "--checkpoint-dir",
-                                     "--checkpoint-interval"};
+                                     "--checkpoint-interval",
+                                     "--state-backend"};
   std::map<std::string, std::set<std::string>> own{{"wc", {}},
                                                    {"fd", {"--model", "--generate", "--lines"}},
                                                    {"sd", {"--window", "--threshold", "--generate", "--lines"}},
@@ -597,7 +598,9 @@ TEST_F(apps_split, bad_split_flags_are_named) {
 /// start-up and recovery, between and during checkpoint writes, near the end.
 class apps_chaos : public apps_cli_binary {
  protected:
-  void killed_and_rerun(const std::string& app, std::vector<std::string> args, int kills_wanted) {
+  /// `checkpointed`: flags for the runs with a checkpoint directory only.
+  void killed_and_rerun(const std::string& app, std::vector<std::string> args, int kills_wanted,
+                        const std::vector<std::string>& checkpointed = {}) {
     auto with = [&](std::vector<std::string> more) {
       auto all = args;
       all.insert(all.end(), more.begin(), more.end());
@@ -607,8 +610,8 @@ class apps_chaos : public apps_cli_binary {
     auto ref = run(app, with({"--output", path("expected.txt")}));
     ASSERT_EQ(ref.code, 0) << ref.err;
     const auto span = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-    const auto flags =
-        with({"--output", path("out.txt"), "--checkpoint-dir", path("ckpt"), "--checkpoint-interval", "15"});
+    auto flags = with({"--output", path("out.txt"), "--checkpoint-dir", path("ckpt"), "--checkpoint-interval", "15"});
+    flags.insert(flags.end(), checkpointed.begin(), checkpointed.end());
     std::mt19937 rng{std::random_device{}()};
     std::uniform_int_distribution<long> when{0, std::max<long>(30, span.count())};
     int kills = 0, resumed = 0;
@@ -645,6 +648,15 @@ TEST_F(apps_chaos, wc_killed_20_times_and_rerun_writes_the_output_of_a_run_witho
   killed_and_rerun("wc", {"--passes", "30"}, 20);
 }
 
+TEST_F(apps_chaos,
+       wc_with_its_counts_in_rocksdb_killed_10_times_and_rerun_writes_the_output_of_a_run_without_failures) {
+#if TROUPE_APPS_ROCKSDB
+  killed_and_rerun("wc", {"--passes", "30"}, 10, {"--state-backend", "rocksdb"});
+#else
+  GTEST_SKIP() << "troupe::rocksdb is not built";
+#endif
+}
+
 TEST_F(apps_chaos, checkpoint_flags_are_checked) {
   auto r = run("wc", {"--checkpoint-dir", path("c"), "--duration", "1"});
   EXPECT_EQ(r.code, 2);
@@ -652,6 +664,12 @@ TEST_F(apps_chaos, checkpoint_flags_are_checked) {
   r = run("wc", {"--checkpoint-dir", path("c"), "--passes", "1", "--checkpoint-interval", "0"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--checkpoint-interval"), std::string::npos) << r.err;
+  r = run("wc", {"--checkpoint-dir", path("c"), "--passes", "1", "--state-backend", "lmdb"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--state-backend: expected heap or rocksdb, got 'lmdb'"), std::string::npos) << r.err;
+  r = run("wc", {"--passes", "1", "--state-backend", "rocksdb"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--state-backend: needs --checkpoint-dir"), std::string::npos) << r.err;
 }
 
 TEST_F(apps_chaos, sd_killed_5_times_and_rerun_writes_the_output_of_a_run_without_failures) {
