@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -418,36 +419,59 @@ void checkpointer::restore() {
 }
 
 void checkpointer::start() {
-  if (mailbox_) {
+  // The graph may have ended already (every node failed at once) and
+  // stopped this checkpointer from a worker: then nothing starts. The
+  // mailbox's lock is never taken inside mtx_ (its cell takes mtx_ inside it).
+  const auto stopped = [this] {
+    std::lock_guard<std::mutex> lock{mtx_};
+    return stopping_;
+  };
+  const auto own_mail = [this](checkpointer* owner) {
+    if (!mailbox_) return;
     std::lock_guard<std::mutex> g{mailbox_->mtx};
-    mailbox_->owner = this;
+    mailbox_->owner = owner;
+  };
+  if (stopped()) return;
+  own_mail(this);
+  std::exception_ptr failed;
+  bool ended = false;
+  {
+    std::lock_guard<std::mutex> lock{mtx_};
+    ended = stopping_;
+    if (!ended) {
+      try {
+        thread_ = std::thread{[this] { run(); }};
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    }
   }
-  try {
-    thread_ = std::thread{[this] { run(); }};
-  } catch (...) {
-    graph_->fail(std::current_exception(), error{errc::checkpoint, "the checkpoints could not start"});
-  }
+  if (ended) own_mail(nullptr);  // stop() ran meanwhile
+  if (failed) graph_->fail(failed, error{errc::checkpoint, "the checkpoints could not start"});
 }
 
 void checkpointer::stop(bool clean) noexcept {
+  std::thread t;
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock{mtx_};
-    if (stopping_ && !thread_.joinable()) return;
+    first = !stopping_;
     stopping_ = true;
+    t = std::move(thread_);  // under the lock: start() may be assigning it
   }
   cv_.notify_all();
-  if (thread_.joinable()) {
-    if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
-    else thread_.join();
+  if (t.joinable()) {
+    if (t.get_id() == std::this_thread::get_id()) t.detach();
+    else t.join();
   }
   if (mailbox_) {
     {
       std::lock_guard<std::mutex> g{mailbox_->mtx};
       mailbox_->owner = nullptr;
     }
-    cell_->end(error{});
+    if (first) cell_->end(error{});
   }
-  if (!clean) return;
+  if (!first || !clean) return;
   // This rank's part of the job is done: its checkpoints go (a rerun starts
   // afresh: with one rank's files gone, no checkpoint is whole any more).
   try {

@@ -61,10 +61,12 @@ class checkpointer {
   /// checkpoint_error for a directory it cannot use (another format version,
   /// another graph).
   void restore();
-  /// Starts the thread that takes checkpoints (after the runners started).
+  /// Starts the thread that takes checkpoints (after the runners started;
+  /// nothing if the graph has ended meanwhile and stop() has run).
   void start();
   /// The graph has finished (every runner has): the thread ends; `clean`
   /// (end of stream, no failure): the job is done and its checkpoints go.
+  /// Any thread, before or after start(); a second call does nothing.
   void stop(bool clean) noexcept;
 
   /// The id of the checkpoint the sources are asked to start (0: none yet).
