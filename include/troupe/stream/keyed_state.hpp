@@ -274,13 +274,12 @@ class keyed_state final : public detail::keyed_base {
   void load(state_reader& in, std::size_t index) {
     const auto kind = in.read<std::uint8_t>();
     if (kind == 0) {
-      if (env_->backend == nullptr) return load_heap(in);
-      open(index);
-      std::unordered_map<K, V, H> entries;
-      std::swap(entries, heap_);
-      load_heap(in);
-      std::swap(entries, heap_);
-      for (const auto& [k, v] : entries) put(k, v);
+      heap_.clear();
+      open(index);  // a backend: the entries go straight into its table
+      load_heap(in, [this](K& k, V& v) {
+        if (table_) put(k, std::move(v));
+        else heap_.insert_or_assign(std::move(k), std::move(v));
+      });
       return;
     }
     if (kind != 1) in.fail("an unknown keyed state kind " + std::to_string(kind));
@@ -388,12 +387,13 @@ class keyed_state final : public detail::keyed_base {
       }
     }
   }
-  void load_heap(state_reader& in) {
+  /// Reads save_heap's entries, each to `take(key, value)`.
+  template <class Take>
+  static void load_heap(state_reader& in, Take&& take) {
     const auto groups = in.read<std::uint32_t>();
     if (groups != key_groups)
       in.fail("a keyed state in " + std::to_string(groups) + " key groups (this build has " +
               std::to_string(key_groups) + ")");
-    heap_.clear();
     for (auto used = in.read<std::uint64_t>(); used != 0; --used) {
       const auto g = in.read<std::uint32_t>();
       if (g >= key_groups) in.fail("key group " + std::to_string(g) + " out of range");
@@ -402,7 +402,7 @@ class keyed_state final : public detail::keyed_base {
         V v{};
         in.read(k);
         in.read(v);
-        heap_.insert_or_assign(std::move(k), std::move(v));
+        take(k, v);
       }
     }
   }
