@@ -161,7 +161,9 @@ std::vector<std::string> generate(int minutes, int xways, std::uint64_t seed) {
   for (int t = 0; t < seconds; ++t) {
     // Arrivals: per expressway, from 1 to 2 vehicles a second over the first 10 minutes.
     arrivals += xways * (1.0 + 1.0 * std::min(1.0, t / 600.0));
-    for (; arrivals >= 1; arrivals -= 1) {
+    const int whole = static_cast<int>(arrivals);
+    arrivals -= whole;
+    for (int a = 0; a < whole; ++a) {
       vehicle v{};
       v.vid = next_vid++;
       v.xway = uniform(0, xways - 1);
