@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -129,18 +130,21 @@ struct keyed_running : st::node<std::int64_t, std::string> {
   }
 };
 
-/// paced numbers -> a by-key farm of 3 keyed_running -> a file.
-inline auto keyed_pipeline(const std::string& out, std::int64_t n) {
+/// paced numbers -> a by-key farm of keyed_running -> a file.
+inline auto keyed_pipeline(const std::string& out, std::int64_t n, std::size_t replicas = 3) {
   return troupe::pipeline{
       paced_numbers{0, n, 40},
-      troupe::farm{keyed_running{}, 3, troupe::by_key{[](const std::int64_t& x) { return x % 101; }}},
+      troupe::farm{keyed_running{}, replicas, troupe::by_key{[](const std::int64_t& x) { return x % 101; }}},
       st::file_sink(out)};
 }
 
 /// Runs keyed_pipeline with `first` checkpoint options, stops it like a
 /// crash after a checkpoint or two (twice), resumes with `then`, and
-/// expects the output to hold the lines of a run without failures.
-inline void keyed_recovery(const std::string& dir, const st::options& first, const st::options& then) {
+/// expects the output to hold the lines of a run without failures. The
+/// three runs have replicas[0], [1] and [2] counters; returns how the last
+/// one started.
+inline st::recovery keyed_recovery(const std::string& dir, const st::options& first, const st::options& then,
+                                   std::array<std::size_t, 3> replicas = {3, 3, 3}) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   const std::int64_t n = 20'000;
   const auto expected_path = dir + "/expected.txt";
@@ -149,21 +153,22 @@ inline void keyed_recovery(const std::string& dir, const st::options& first, con
   std::uint64_t restored = 0;
   bool waited = true;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto g = spawn_pattern(sys, keyed_pipeline(out, n), first);
+    auto g = spawn_pattern(sys, keyed_pipeline(out, n, replicas[attempt]), first);
     restored = std::max(restored, g.recovery().restored);
     waited = waited && wait_for_checkpoints(first.checkpoint.dir, 1, g);
     std::this_thread::sleep_for(std::chrono::milliseconds{20 * (attempt + 1)});
     stop_like_a_crash(g);
   }
-  auto g = spawn_pattern(sys, keyed_pipeline(out, n), then);
-  const auto resumed = g.recovery().restored;
+  auto g = spawn_pattern(sys, keyed_pipeline(out, n, replicas[2]), then);
+  const auto last = g.recovery();
   g.wait();
   EXPECT_TRUE(waited) << "a checkpoint was taken before each crash";
-  EXPECT_GT(resumed, 0u) << "the last run resumed from a checkpoint";
+  EXPECT_GT(last.restored, 0u) << "the last run resumed from a checkpoint";
   EXPECT_GT(restored, 0u) << "the second run resumed from a checkpoint";
   const auto expected = sorted_lines(expected_path);
   EXPECT_EQ(expected.size(), static_cast<std::size_t>(n));
   EXPECT_EQ(sorted_lines(out), expected);
+  return last;
 }
 
 }  // namespace checkpoint_support

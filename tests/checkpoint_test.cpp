@@ -246,6 +246,8 @@ std::map<std::string, std::vector<saved_runner>> runners_by_name(const fs::path&
   for (std::uint64_t i = 0; i < n; ++i) {
     r.read<std::uint64_t>();
     const auto flags = r.read<std::uint8_t>();
+    const auto replica = r.read<std::uint32_t>();
+    EXPECT_LT(replica, r.read<std::uint32_t>()) << "a replica of its stage's count";
     const auto name = r.read<std::string>();
     saved_runner s;
     const auto state = r.read_bytes();
@@ -591,15 +593,12 @@ TEST(keyed_state, behind_a_by_key_farm_it_survives_crashes_and_the_output_is_tha
   keyed_recovery(dir, with, with);
 }
 
-TEST(keyed_state, a_checkpoint_keeps_each_replica_s_state_by_key_group) {
-  troupe::actor_system sys{troupe::config{.workers = 2}};
-  const auto dir = fresh_dir("keyed_groups");
-  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
-  ASSERT_TRUE(crash_after_checkpoints(sys, keyed_pipeline(dir + "/out.txt", 1'000'000), with, 1, 50ms));
-  const auto files = checkpoint_files(dir + "/ckpt");
-  ASSERT_FALSE(files.empty());
-  auto runners = runners_by_name(files.back());
-  ASSERT_EQ(runners["keyed_running"].size(), 3U);
+/// In checkpoint `file` of keyed_pipeline with `replicas` counters: each
+/// replica's keyed state holds the groups of one range, the replicas'
+/// groups are disjoint, and every key is in its group, once.
+void expect_split_by_key_group(const fs::path& file, std::size_t replicas) {
+  auto runners = runners_by_name(file);
+  ASSERT_EQ(runners["keyed_running"].size(), replicas);
   std::set<std::uint32_t> all;
   std::set<std::size_t> owners;
   std::int64_t keys = 0;
@@ -618,7 +617,7 @@ TEST(keyed_state, a_checkpoint_keeps_each_replica_s_state_by_key_group) {
       EXPECT_TRUE(mine.empty() || group > previous) << "groups in ascending order";
       previous = group;
       EXPECT_TRUE(all.insert(group).second) << "group " << group << " in two replicas";
-      mine.insert(st::replica_of_group(group, 3));
+      mine.insert(st::replica_of_group(group, replicas));
       for (auto n = k.read<std::uint64_t>(); n != 0; --n) {
         const auto key = k.read<std::int64_t>();
         k.read<std::int64_t>();
@@ -631,7 +630,73 @@ TEST(keyed_state, a_checkpoint_keeps_each_replica_s_state_by_key_group) {
     if (!mine.empty()) owners.insert(*mine.begin());
   }
   EXPECT_EQ(keys, 101) << "every key once";
-  EXPECT_EQ(owners.size(), 3U);
+  EXPECT_EQ(owners.size(), replicas);
+}
+
+TEST(keyed_state, a_checkpoint_keeps_each_replica_s_state_by_key_group) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("keyed_groups");
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  ASSERT_TRUE(crash_after_checkpoints(sys, keyed_pipeline(dir + "/out.txt", 1'000'000), with, 1, 50ms));
+  const auto files = checkpoint_files(dir + "/ckpt");
+  ASSERT_FALSE(files.empty());
+  expect_split_by_key_group(files.back(), 3);
+}
+
+TEST(keyed_state, a_by_key_farm_resumes_with_fewer_or_more_replicas_and_the_output_is_that_of_a_run_without_failures) {
+  const auto dir = fresh_dir("keyed_rescaled");
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  // 3 counters, then 2 (from 3), then 5 (from 2, or from 3 if the second
+  // run was stopped before its first checkpoint).
+  const auto last = keyed_recovery(dir, with, with, {3, 2, 5});
+  ASSERT_EQ(last.rescaled.size(), 1U);
+  EXPECT_NE(last.rescaled[0].find("'keyed_running'"), std::string::npos) << last.rescaled[0];
+  EXPECT_NE(last.rescaled[0].find("-> 5 replicas"), std::string::npos) << last.rescaled[0];
+}
+
+TEST(keyed_state, after_a_rescaled_restore_each_key_lives_only_in_the_replica_that_owns_its_group) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("keyed_regrouped");
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  ASSERT_TRUE(crash_after_checkpoints(sys, keyed_pipeline(dir + "/out.txt", 1'000'000, 3), with, 1, 50ms));
+  for (std::size_t replicas : {std::size_t{2}, std::size_t{4}}) {
+    auto g = spawn_pattern(sys, keyed_pipeline(dir + "/out.txt", 1'000'000, replicas), with);
+    const auto rec = g.recovery();
+    for (int i = 0; i < 3000 && g.checkpoints().completed == 0 && !g.done(); ++i) std::this_thread::sleep_for(5ms);
+    const auto completed = g.checkpoints().completed;
+    stop_like_a_crash(g);
+    EXPECT_EQ(rec.rescaled.size(), 1U) << replicas << " replicas";
+    ASSERT_GT(completed, 0U) << "a checkpoint with " << replicas << " replicas";
+    expect_split_by_key_group(checkpoint_files(dir + "/ckpt").back(), replicas);
+  }
+}
+
+/// running_sums behind a farm: its own state cannot be split.
+auto summing_farm(const std::string& out, std::size_t replicas) {
+  return troupe::pipeline{paced_numbers{0, 1'000'000, 40}, troupe::farm{running_sums{}, replicas}, st::file_sink(out)};
+}
+
+TEST(keyed_state, a_farm_whose_node_keeps_its_own_state_cannot_change_its_count_and_says_so) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("keyed_rescale_refused");
+  const st::options with{.checkpoint = {.dir = dir + "/ckpt", .interval = 10ms}};
+  ASSERT_TRUE(crash_after_checkpoints(sys, summing_farm(dir + "/out.txt", 2), with));
+  std::string why;
+  try {
+    auto g = spawn_pattern(sys, summing_farm(dir + "/out.txt", 3), with);
+    why = failure_of(g);
+  } catch (const st::checkpoint_error& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("cannot resume 'running_sums' with 3 replicas"), std::string::npos) << why;
+  EXPECT_NE(why.find("own state"), std::string::npos) << why;
+  EXPECT_NE(why.find("resume with its 2 replicas"), std::string::npos) << why;
+  // With its count, it resumes.
+  auto g = spawn_pattern(sys, summing_farm(dir + "/out.txt", 2), with);
+  const auto rec = g.recovery();
+  stop_like_a_crash(g);
+  EXPECT_GT(rec.restored, 0U);
+  EXPECT_TRUE(rec.rescaled.empty());
 }
 
 /// keyed_running that no longer asks for its keyed state.

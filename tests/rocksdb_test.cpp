@@ -89,6 +89,7 @@ TEST(rocksdb_keyed_state, a_checkpoint_links_the_files_of_the_last_one_and_write
   table->put("key1", "changed");
   table->put("new", "1");
   table->checkpoint(dir + "/two");
+  backend->wait_saved();  // the checkpoints are taken on the backend's thread
   const auto one = table_files(dir + "/one");
   const auto two = table_files(dir + "/two");
   ASSERT_EQ(one.size(), 1U);
@@ -115,6 +116,45 @@ TEST(rocksdb_keyed_state, a_checkpoint_links_the_files_of_the_last_one_and_write
   }
 }
 
+TEST(rocksdb_keyed_state, a_checkpoint_holds_the_state_at_its_barrier_while_the_node_goes_on_writing) {
+  // The node's thread posts its changed keys and the checkpoint to the
+  // backend's thread and goes on: what it writes after the barrier (straight
+  // to RocksDB without a cache, or as keys evicted from a small one) must
+  // not reach the checkpoint.
+  const auto dir = fresh_dir("rocksdb_async");
+  using home_of = st::detail::keyed_home;
+  const auto state = [](home_of& h) -> auto& {
+    return h.get<std::uint64_t, std::uint64_t, std::hash<std::uint64_t>>("n");
+  };
+  for (std::size_t cache : {std::size_t{0}, std::size_t{64}, troupe::rocksdb::options{}.cache_entries}) {
+    const auto at = dir + "/cache-" + std::to_string(cache);
+    auto backend = troupe::rocksdb::backend({.cache_entries = cache});
+    std::string saved;
+    {
+      home_of home;
+      home.bind(st::detail::keyed_env{backend.get(), at + "/work", at, 0, 0});
+      auto& s = state(home);
+      for (std::uint64_t k = 0; k < 1000; ++k) s.put(k, k);
+      st::state_writer w{saved, 1};
+      home.save(w, 1);
+      for (std::uint64_t k = 0; k < 2000; ++k) s.put(k, k + 1'000'000);
+      for (std::uint64_t k = 0; k < 100; ++k) s.erase(k);
+      home.close();
+    }
+    backend->wait_saved();
+    home_of back;
+    back.bind(st::detail::keyed_env{backend.get(), at + "/back", at, 0, 0});
+    st::state_reader r{saved, "the saved keyed states"};
+    back.load(r);
+    auto& s = state(back);
+    EXPECT_EQ(s.size(), 1000U) << "cache of " << cache;
+    std::size_t wrong = 0;
+    for (std::uint64_t k = 0; k < 1000; ++k) wrong += s.get(k) == std::optional<std::uint64_t>{k} ? 0 : 1;
+    EXPECT_EQ(wrong, 0U) << "keys whose value is not the one at the barrier, cache of " << cache;
+    back.close();
+  }
+}
+
 st::options with_backend(const std::string& dir, std::shared_ptr<st::state_backend> b) {
   return st::options{.checkpoint = {.dir = dir, .interval = 10ms, .backend = std::move(b)}};
 }
@@ -127,6 +167,17 @@ TEST(rocksdb_keyed_state, behind_a_by_key_farm_it_survives_crashes_and_the_outpu
   EXPECT_FALSE(fs::exists(dir + "/ckpt/work.rank-0")) << "a job that ended normally leaves no working files";
   for (const auto& e : fs::directory_iterator{dir + "/ckpt"})
     ADD_FAILURE() << "left in the checkpoint directory: " << e.path();
+}
+
+TEST(rocksdb_keyed_state, a_by_key_farm_resumes_with_other_replica_counts_from_rocksdb_and_from_the_heap) {
+  const auto dir = fresh_dir("rocksdb_rescaled");
+  const auto rocks = with_backend(dir + "/ckpt", troupe::rocksdb::backend());
+  EXPECT_EQ(keyed_recovery(dir, rocks, rocks, {2, 4, 3}).rescaled.size(), 1U);
+  const auto dir2 = fresh_dir("rocksdb_rescaled_from_heap");
+  EXPECT_EQ(keyed_recovery(dir2, with_backend(dir2 + "/ckpt", nullptr),
+                           with_backend(dir2 + "/ckpt", troupe::rocksdb::backend()), {3, 3, 2})
+                .rescaled.size(),
+            1U);
 }
 
 TEST(rocksdb_keyed_state, a_checkpoint_taken_on_the_heap_resumes_in_rocksdb) {

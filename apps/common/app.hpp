@@ -318,6 +318,7 @@ inline finished_graph watch_to_end(const std::string& app, const cli& c, metrics
     for (auto& why : r.skipped) std::cerr << app << ": skipped " << why << '\n';
     if (r.restored != 0)
       std::cerr << app << ": resumed from checkpoint " << r.restored << " in " << c.checkpoint_dir << '\n';
+    for (auto& stage : r.rescaled) std::cerr << app << ": rescaled " << stage << '\n';
     while (!g.wait_for(std::chrono::milliseconds{50}))
       if (stop_requested()) g.cancel();
   }

@@ -1,4 +1,4 @@
-// checkpoint_overhead: troupe-wc, troupe-fd and troupe-sd at full speed over
+// checkpoint_overhead: troupe-wc, -fd, -sd and -lr at full speed over
 // whole passes of their input (the applications themselves, one replica per
 // operator, 2 workers), without checkpoints and with a checkpoint every
 // second (state in memory, one file per checkpoint in a fresh directory under
@@ -6,7 +6,8 @@
 // (no --output: the exactly-once file sink is not what is measured here).
 //
 // params:
-//   app     0 wc, 1 fd, 2 sd
+//   app     0 wc, 1 fd, 2 sd, 3 lr (180 minutes of generated traffic on one
+//           expressway, as bench_apps runs it)
 //   passes  replays of the input (sized so that a run lasts several seconds
 //           on the 2-core machine: several checkpoints)
 // impls:
@@ -32,6 +33,7 @@
 #include "common/harness.hpp"
 #include "common/temp_dir.hpp"
 #include "fd/fd.hpp"
+#include "lr/lr.hpp"
 #include "sd/sd.hpp"
 #include "wc/wc.hpp"
 
@@ -39,7 +41,7 @@ namespace {
 
 using troupe_apps::cli;
 
-const char* const app_names[] = {"wc", "fd", "sd"};
+const char* const app_names[] = {"wc", "fd", "sd", "lr"};
 
 cli flags(const bench::params& p) {
   cli c;
@@ -49,8 +51,12 @@ cli flags(const bench::params& p) {
   c.extra["model"] = TROUPE_APPS_DATA "/fd_model.txt";
   c.extra["window"] = "1000";
   c.extra["threshold"] = "0.025";
-  const auto& ops =
-      app == 0 ? troupe_apps::wc::operators : (app == 1 ? troupe_apps::fd::operators : troupe_apps::sd::operators);
+  c.extra["minutes"] = "180";
+  c.extra["xways"] = "1";
+  const auto& ops = app == 0   ? troupe_apps::wc::operators
+                    : app == 1 ? troupe_apps::fd::operators
+                    : app == 2 ? troupe_apps::sd::operators
+                               : troupe_apps::lr::operators;
   c.parallelism.assign(ops.size(), 1);
   return c;
 }
@@ -62,8 +68,10 @@ troupe_apps::run_result run_app(const bench::params& p, const cli& c) {
       return troupe_apps::wc::run(sys, c).result;
     case 1:
       return troupe_apps::fd::run(sys, c, false).result;
-    default:
+    case 2:
       return troupe_apps::sd::run(sys, c).result;
+    default:
+      return troupe_apps::lr::run(sys, c).result;
   }
 }
 
@@ -106,8 +114,8 @@ int main(int argc, char** argv) {
   bench::spec s;
   s.name = "checkpoint_overhead";
   s.description =
-      "wc, fd and sd at full speed over whole passes: without checkpoints vs a checkpoint every second, source "
-      "tuples/s";
+      "wc, fd, sd and lr at full speed over whole passes: without checkpoints vs a checkpoint every second, "
+      "source tuples/s";
   s.impls = {{"no_checkpoints", run_plain},
              {"checkpoints_1s", run_checkpointed},
              {"checkpoints_1s_rocksdb", run_checkpointed_rocksdb}};
@@ -116,7 +124,8 @@ int main(int argc, char** argv) {
     const std::int64_t k = full ? 2 : 1;
     return std::vector<bench::variant>{{"wc", {{"app", 0}, {"passes", k * 400}}},
                                        {"fd", {{"app", 1}, {"passes", k * 60}}},
-                                       {"sd", {{"app", 2}, {"passes", k * 150}}}};
+                                       {"sd", {{"app", 2}, {"passes", k * 150}}},
+                                       {"lr", {{"app", 3}, {"passes", k * 4}}}};
   };
   s.default_runs = 3;
   s.timeout_s = 180;

@@ -6,10 +6,12 @@
 // Each keyed state of each node replica (stream/keyed_state.hpp) is a
 // RocksDB database under <checkpoint dir>/work.rank-<r>/, written without
 // its write-ahead log (a restart restores from a checkpoint, not from the
-// log). At a checkpoint's barrier the node's thread takes a RocksDB
-// checkpoint of it: the memtable is flushed, and the checkpoint directory
-// gets hard links to the table files, so a checkpoint writes only what
-// changed since the last one (incremental) and shares the rest. Restoring
+// log). At a checkpoint's barrier the node's thread hands its changed keys
+// and a checkpoint request to the backend's thread and goes on; that thread
+// writes them and takes a RocksDB checkpoint: the memtable is flushed, and
+// the checkpoint directory gets hard links to the table files, so a
+// checkpoint writes only what changed since the last one (incremental) and
+// shares the rest. The checkpoint completes once it is on disk. Restoring
 // links the files back into a fresh working database.
 //
 // Cost: a key not in the cache in front of RocksDB (options::cache_entries)

@@ -11,15 +11,16 @@
 //                                              of each table: RocksDB's links)
 //   <dir>/work.rank-<r>/                       the backend's live tables
 // Each is written as <name>.tmp, flushed to disk, renamed, and the directory
-// flushed: a file with the final name is whole. Format version 2 (numbers in
-// this machine's byte order):
+// flushed: a file with the final name is whole. Format version 3 (numbers in
+// this machine's byte order; version 2, still read, has no replica numbers):
 //   8 bytes  "TROUPECK"
-//   u32      format version (2)
+//   u32      format version (3)
 //   u64      checkpoint id
 //   u32      the rank that wrote it, u32 how many ranks the graph has
 //   u64      runner count, then per runner of that rank, in slot order:
 //              u64 slot, u8 flags (1: it had finished; 2: elements
-//              follow), u64 + bytes: its node's name, u64 + bytes: its
+//              follow), u32 its replica, u32 its stage's replicas,
+//              u64 + bytes: its node's name, u64 + bytes: its
 //              runner's state; with flag 2, u64 + bytes: the elements it
 //              takes again first (unaligned barriers: u64 count, then each)
 //            A runner's state: nothing for a node without state; else u8
@@ -30,6 +31,11 @@
 //            and value; or u8 1 (a backend) then the table's directory
 //            under <dir> and u64 + bytes the backend keeps with it)
 //   u32      CRC-32 (IEEE) of every byte before it
+// A graph in one process may resume with other replica counts: a stage
+// (a run of slots holding replicas 0 .. n-1 of one node) whose count changed
+// gets, in every new replica, the keyed states of all its old replicas, of
+// which each keeps its own key groups; a stage that kept the node's own state
+// (snapshot/restore) or had finished cannot change its count.
 // A restart takes the newest checkpoint whose files, every rank's, are
 // whole; a file whose checksum or length is wrong is skipped (a torn write
 // from a crash cannot happen given the rename, but a disk can still lose
@@ -72,7 +78,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char magic[8] = {'T', 'R', 'O', 'U', 'P', 'E', 'C', 'K'};
-constexpr std::uint32_t format_version = 2;
+constexpr std::uint32_t format_version = 3;
+constexpr std::uint32_t oldest_version = 2;                        // read too (no replica numbers: no rescaling)
 constexpr std::size_t header_size = sizeof magic + 4 + 8 + 4 + 4;  // up to the runner count
 constexpr const char* suffix = ".troupe";
 
@@ -150,7 +157,7 @@ struct checkpoint_file {
   fs::path path;
   std::string bytes;
   std::uint64_t id = 0;
-  std::uint32_t rank = 0, ranks = 0;
+  std::uint32_t rank = 0, ranks = 0, version = 0;
   /// Its runners (after the header, before the checksum).
   std::string_view runners() const {
     return std::string_view{bytes}.substr(header_size, bytes.size() - header_size - 4);
@@ -181,11 +188,12 @@ std::string load(const fs::path& p, checkpoint_file& f) {
     return "not a troupe checkpoint (no header)";
   std::uint32_t version = 0;
   std::memcpy(&version, b.data() + sizeof magic, 4);
-  if (version != format_version)
+  if (version < oldest_version || version > format_version)
     throw stream::checkpoint_error{"troupe checkpoint: " + p.string() + " is in format version " +
-                                   std::to_string(version) + "; this build of troupe reads version " +
-                                   std::to_string(format_version) +
+                                   std::to_string(version) + "; this build of troupe reads versions " +
+                                   std::to_string(oldest_version) + " to " + std::to_string(format_version) +
                                    " (move the directory away to start the job afresh)"};
+  f.version = version;
   std::uint32_t sum = 0;
   if (b.size() >= header_size + 8 + 4) std::memcpy(&sum, b.data() + b.size() - 4, 4);
   if (b.size() < header_size + 8 + 4 || checksum(b.data(), b.size() - 4) != sum)
@@ -319,10 +327,21 @@ checkpointer::checkpointer(graph_state& g, stream::checkpoint_options o, ext::pe
     if (ec) fail_io("remove the old working files", work, ec.value());
   }
   for (std::size_t i = 0; i < slots_.size(); ++i)
-    if (slots_[i].runner != nullptr)
-      slots_[i].runner->bind_keyed(stream::detail::keyed_env{
-          opts_.backend.get(), (work / ("slot-" + std::to_string(i))).string(), opts_.dir, rank_, i});
+    if (slots_[i].runner != nullptr) bind_keyed(i, false);
   if (peers_ != nullptr) connect();
+}
+
+void checkpointer::bind_keyed(std::size_t slot, bool rescaled) {
+  auto* r = slots_[slot].runner;
+  const auto work = fs::path{opts_.dir} / ("work.rank-" + std::to_string(rank_)) / ("slot-" + std::to_string(slot));
+  r->bind_keyed(stream::detail::keyed_env{.backend = opts_.backend.get(),
+                                          .work = work.string(),
+                                          .dir = opts_.dir,
+                                          .rank = rank_,
+                                          .slot = slot,
+                                          .replica = r->settings().replica,
+                                          .replicas = r->settings().replicas,
+                                          .rescaled = rescaled});
 }
 
 // Before the graph starts, as its edges find each other's inlets: rank 0's
@@ -355,6 +374,15 @@ stream::recovery checkpointer::find(const std::string& dir, std::size_t rank, st
   return stream::recovery{c.id, std::move(c.skipped)};
 }
 
+/// A runner as a checkpoint file has it (state and elements: in its bytes).
+struct checkpointer::saved_runner {
+  std::uint64_t slot = 0;
+  bool ended = false;
+  std::uint32_t replica = 0, replicas = 1;
+  std::string name;
+  std::string_view state, inflight;
+};
+
 void checkpointer::restore() {
   const fs::path dir{opts_.dir};
   std::error_code ec;
@@ -378,44 +406,169 @@ void checkpointer::restore() {
   const auto local = static_cast<std::uint64_t>(
       std::count_if(slots_.begin(), slots_.end(), [](const slot_state& s) { return s.runner != nullptr; }));
   const auto n = r.read<std::uint64_t>();
-  if (n != local)
-    throw stream::checkpoint_error{"troupe checkpoint: " + file.path.string() + " was written by another graph (" +
-                                   std::to_string(n) + " nodes there, " + std::to_string(local) + " here)"};
-  struct parsed_slot {
-    std::uint64_t slot = 0;
-    bool ended = false;
-    std::string name;
-    std::string_view state, inflight;  // in file.bytes
-  };
-  std::vector<parsed_slot> parsed(local);
+  if (n > r.left()) r.fail("more nodes than bytes");
+  const bool numbered = file.version >= 3;  // replica numbers in the file
+  std::vector<saved_runner> parsed(n);
   for (auto& p : parsed) {
     r.read(p.slot);
     std::uint8_t flags = 0;
     r.read(flags);
     p.ended = (flags & 1U) != 0;
+    if (numbered) {
+      p.replica = r.read<std::uint32_t>();
+      p.replicas = r.read<std::uint32_t>();
+    }
     r.read(p.name);
     p.state = r.view_bytes();
     if ((flags & 2U) != 0) p.inflight = r.view_bytes();
-    if (p.slot >= slots_.size() || slots_[p.slot].runner == nullptr) r.fail("a slot out of range");
-    if (p.name != slots_[p.slot].runner->name())
-      throw stream::checkpoint_error{"troupe checkpoint: " + file.path.string() +
-                                     " was written by another graph (slot " + std::to_string(p.slot) + " is '" +
-                                     p.name + "' there, '" + slots_[p.slot].runner->name() + "' here)"};
   }
   if (r.left() != 0) r.fail("bytes after the last node");
-  for (auto& p : parsed) {
-    auto& s = slots_[p.slot];
-    s.runner->restore_state(p.state, p.ended, p.inflight);
-    if (p.ended) {
-      s.finished = true;
-      s.ended = true;
-      s.final_state = std::string{p.state};
+  const auto another = [&](const std::string& why) {
+    throw stream::checkpoint_error{"troupe checkpoint: " + file.path.string() + " was written by another graph (" +
+                                   why + ")"};
+  };
+  // The same graph: slot by slot.
+  const auto same = [&](const saved_runner& p) {
+    const auto* x = p.slot < slots_.size() ? slots_[p.slot].runner : nullptr;
+    return x != nullptr && p.name == x->name() &&
+           (!numbered || (p.replica == x->settings().replica && p.replicas == x->settings().replicas));
+  };
+  if (n == local && std::all_of(parsed.begin(), parsed.end(), same)) {
+    for (const auto& p : parsed) restore_slot(p.slot, p.state, p.ended, p.inflight);
+  } else if (!numbered || ranks_ > 1) {
+    if (n != local) another(std::to_string(n) + " nodes there, " + std::to_string(local) + " here");
+    for (const auto& p : parsed) {
+      if (p.slot >= slots_.size() || slots_[p.slot].runner == nullptr) r.fail("a slot out of range");
+      if (p.name != slots_[p.slot].runner->name())
+        another("slot " + std::to_string(p.slot) + " is '" + p.name + "' there, '" + slots_[p.slot].runner->name() +
+                "' here");
     }
+    another("its stages have other numbers of replicas; a graph split across processes resumes with the same ones");
+  } else {
+    rescale(file.path.string(), parsed, c.id);
   }
   info_.restored = c.id;
   next_id_ = c.id + 1;
   written_ = c.id;
   completed_.store(c.id, std::memory_order_release);  // listeners commit what it pre-committed (again)
+}
+
+void checkpointer::restore_slot(std::size_t slot, std::string_view state, bool ended, std::string_view inflight) {
+  auto& s = slots_[slot];
+  s.runner->restore_state(state, ended, inflight);
+  if (ended) {
+    s.finished = true;
+    s.ended = true;
+    s.final_state = std::string{state};
+  }
+}
+
+namespace {
+
+/// A graph's stages in slot order (a stage: a run of slots holding replicas
+/// 0 .. n-1 of one node, in some order): per stage, its slots by replica
+/// (indices into `name`, `replica`, `replicas`). Empty if they do not
+/// form stages.
+template <class Name, class Replica, class Replicas>
+std::vector<std::vector<std::size_t>> stages_of(std::size_t n, Name&& name, Replica&& replica, Replicas&& replicas) {
+  std::vector<std::vector<std::size_t>> stages;
+  for (std::size_t i = 0; i < n;) {
+    const auto count = replicas(i);
+    if (count == 0 || i + count > n) return {};
+    std::vector<std::size_t> by_replica(count, n);
+    for (std::size_t j = i; j < i + count; ++j) {
+      const auto k = replica(j);
+      if (name(j) != name(i) || replicas(j) != count || k >= count || by_replica[k] != n) return {};
+      by_replica[k] = j;
+    }
+    stages.push_back(std::move(by_replica));
+    i += count;
+  }
+  return stages;
+}
+
+}  // namespace
+
+void checkpointer::rescale(const std::string& path, const std::vector<saved_runner>& saved, std::uint64_t id) {
+  const auto another = [&](const std::string& why) {
+    throw stream::checkpoint_error{"troupe checkpoint: " + path + " was written by another graph (" + why + ")"};
+  };
+  const auto old = stages_of(
+      saved.size(), [&](std::size_t i) -> const std::string& { return saved[i].name; },
+      [&](std::size_t i) { return std::size_t{saved[i].replica}; },
+      [&](std::size_t i) { return std::size_t{saved[i].replicas}; });
+  const auto runner = [&](std::size_t i) { return slots_[i].runner; };
+  const auto now = stages_of(
+      slots_.size(), [&](std::size_t i) -> const std::string& { return runner(i)->name(); },
+      [&](std::size_t i) { return runner(i)->settings().replica; },
+      [&](std::size_t i) { return runner(i)->settings().replicas; });
+  if (old.empty() || now.empty()) another("its nodes do not form the same stages as this graph's");
+  if (old.size() != now.size())
+    another(std::to_string(old.size()) + " stages there, " + std::to_string(now.size()) + " here");
+  for (std::size_t k = 0; k < old.size(); ++k) {
+    const auto& was = saved[old[k].front()];
+    const auto& name = runner(now[k].front())->name();
+    if (was.name != name) another("stage " + std::to_string(k) + " is '" + was.name + "' there, '" + name + "' here");
+  }
+  for (std::size_t k = 0; k < old.size(); ++k) {
+    const auto& from = old[k];
+    const auto& to = now[k];
+    if (from.size() == to.size()) {
+      for (std::size_t j = 0; j < to.size(); ++j) {
+        const auto& p = saved[from[j]];
+        restore_slot(to[j], p.state, p.ended, p.inflight);
+      }
+      continue;
+    }
+    // Another replica count: every new replica gets every old replica's
+    // keyed states and keeps its own key groups (keyed_state::load).
+    const auto& name = saved[from.front()].name;
+    const auto refuse = [&](const std::string& why) {
+      std::string m = "troupe checkpoint: cannot resume '";
+      m += name;
+      m += "' with " + std::to_string(to.size()) + " replicas from checkpoint " + std::to_string(id);
+      m += ", taken with " + std::to_string(from.size()) + ": ";
+      m += why;
+      m += " (resume with its " + std::to_string(from.size()) + " replicas)";
+      throw stream::checkpoint_error{m};
+    };
+    std::string what = path;
+    what += ": node '";
+    what += name;
+    what += "'";
+    std::string parts;
+    stream::state_writer w{parts};
+    std::uint64_t count = 0;
+    for (const auto i : from) {
+      const auto& p = saved[i];
+      if (p.ended) refuse("replica " + std::to_string(p.replica) + " had finished");
+      if (!p.inflight.empty()) refuse("the checkpoint holds elements in flight to it (unaligned barriers)");
+      if (p.state.empty()) continue;
+      stream::state_reader in{p.state, what};
+      const auto flags = in.read<std::uint8_t>();
+      if ((flags & 1U) != 0)
+        refuse("it keeps its node's own state (snapshot/restore), which cannot be split; keyed state (keyed()) can");
+      if ((flags & 2U) == 0) continue;
+      for (auto states = in.read<std::uint64_t>(); states != 0; --states, ++count) {
+        w.write(in.read<std::string>());
+        w.write_bytes(in.view_bytes());
+      }
+      if (in.left() != 0) in.fail("bytes after its keyed states");
+    }
+    std::string state;
+    if (count != 0) {
+      stream::state_writer s{state};
+      s.write(std::uint8_t{2});
+      s.write(count);
+      state += parts;
+    }
+    for (const auto slot : to) {
+      bind_keyed(slot, true);
+      restore_slot(slot, state, false, {});
+    }
+    info_.rescaled.push_back("'" + name + "': " + std::to_string(from.size()) + " -> " + std::to_string(to.size()) +
+                             " replicas");
+  }
 }
 
 void checkpointer::start() {
@@ -686,6 +839,8 @@ std::string checkpointer::serialize(std::uint64_t id) const {
     const bool inflight = !ended && !s.inflight.empty();
     out.write(static_cast<std::uint64_t>(i));
     out.write(static_cast<std::uint8_t>((ended ? 1 : 0) | (inflight ? 2 : 0)));
+    out.write(static_cast<std::uint32_t>(s.runner->settings().replica));
+    out.write(static_cast<std::uint32_t>(s.runner->settings().replicas));
     out.write(s.runner->name());
     out.write_bytes(ended ? s.final_state : s.state);
     if (inflight) out.write_bytes(s.inflight);
@@ -701,6 +856,7 @@ void checkpointer::write_failed(std::uint64_t id) noexcept {
 }
 
 void checkpointer::write(std::uint64_t id, const std::string& bytes) const {
+  if (opts_.backend) opts_.backend->wait_saved();  // its tables' parts of `id` first
   const fs::path dir{opts_.dir};
   const auto final_path = dir / file_name(id, rank_);
   auto tmp = final_path;
@@ -743,6 +899,11 @@ recovery checkpoint_to_resume(const std::string& dir, std::size_t rank, std::siz
 
 std::string detail::state_dir(std::uint64_t id, std::size_t rank) {
   return troupe::detail::id_part(id) + troupe::detail::state_tail(rank);
+}
+
+void detail::remove_dir(const std::string& path) noexcept {
+  std::error_code ec;
+  fs::remove_all(path, ec);
 }
 
 namespace {

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -116,6 +117,14 @@ class checkpointer {
     actor handle;            // its checkpointer's actor (from its hello)
     std::uint64_t done = 0;  // the last checkpoint it has on disk
   };
+  struct saved_runner;
+  /// Binds the keyed states of the runner in `slot` (rescaled: see keyed_env).
+  void bind_keyed(std::size_t slot, bool rescaled);
+  /// The runner in `slot` resumes as a checkpoint had it.
+  void restore_slot(std::size_t slot, std::string_view state, bool ended, std::string_view inflight);
+  /// Restores checkpoint `id` (file `path`) into a graph whose stages have
+  /// other replica counts; throws checkpoint_error where it cannot.
+  void rescale(const std::string& path, const std::vector<saved_runner>& saved, std::uint64_t id);
   void connect();
   void run();
   void coordinate(std::unique_lock<std::mutex>& lock);

@@ -64,7 +64,8 @@ class kv_table {
   /// Every entry, in key order.
   virtual void scan(const std::function<void(std::string_view key, std::string_view value)>& f) = 0;
   /// Saves the table as it is now into the new directory `dir`; returns
-  /// what restore() needs besides the directory (may be empty).
+  /// what restore() needs besides the directory (may be empty). May finish
+  /// later (state_backend::wait_saved).
   virtual std::string checkpoint(const std::string& dir) = 0;
 
  protected:
@@ -85,6 +86,11 @@ class state_backend {
   /// are written to the table together: at each checkpoint, before a
   /// scan, and when that many are held.
   virtual std::size_t cache_entries() const { return 0; }
+  /// Returns once every table's checkpoint() called so far is on disk (the
+  /// checkpointer's thread, before it writes the checkpoint's file); throws
+  /// checkpoint_error if one failed. A backend that saves on the caller's
+  /// thread has nothing to wait for.
+  virtual void wait_saved() {}
   /// A new, empty table working in the directory `work` (which does not exist yet).
   virtual std::unique_ptr<kv_table> open(const std::string& work) = 0;
   /// A table as kv_table::checkpoint saved it in `dir` (with `saved`, what
@@ -103,10 +109,15 @@ namespace detail {
 
 /// Where a node's keyed states save themselves (the engine's side).
 struct keyed_env {
-  state_backend* backend = nullptr;  // nullptr: on the heap
-  std::string work;                  // backend: the node's working directory
-  std::string dir;                   // the checkpoint directory, for paths relative to it
-  std::size_t rank = 0, slot = 0;    // whose files
+  state_backend* backend = nullptr;       // nullptr: on the heap
+  std::string work;                       // backend: the node's working directory
+  std::string dir;                        // the checkpoint directory, for paths relative to it
+  std::size_t rank = 0, slot = 0;         // whose files
+  std::size_t replica = 0, replicas = 1;  // the node's replica of its stage
+  /// The checkpoint restored had another number of replicas of this stage:
+  /// each restored keyed state gathers what every old replica kept and
+  /// keeps the key groups that are this replica's (replica_of_group).
+  bool rescaled = false;
 };
 
 /// Type-erased side of keyed_state (keyed_home keeps them).
@@ -139,6 +150,8 @@ void encode_key(std::string& out, const K& k, const H& hash) {
 /// The directory of a rank's backend files of checkpoint `id`, relative to
 /// the checkpoint directory: chk-<id, 20 digits>.rank-<rank>.state.
 std::string state_dir(std::uint64_t id, std::size_t rank);
+/// Removes the directory `path` and what it holds (no error if it is not there).
+void remove_dir(const std::string& path) noexcept;
 
 }  // namespace detail
 
@@ -269,28 +282,44 @@ class keyed_state final : public detail::keyed_base {
     out.write(rel);
     out.write_bytes(table_->checkpoint(env_->dir + "/" + rel));
   }
-  /// Takes the state as save() wrote it: into the heap, or the backend
-  /// (from either).
-  void load(state_reader& in, std::size_t index) {
-    const auto kind = in.read<std::uint8_t>();
-    if (kind == 0) {
-      heap_.clear();
-      open(index);  // a backend: the entries go straight into its table
-      load_heap(in, [this](K& k, V& v) {
-        if (table_) put(k, std::move(v));
-        else heap_.insert_or_assign(std::move(k), std::move(v));
-      });
-      return;
+  /// Takes the state as save() wrote it (`parts`: one, or one per old
+  /// replica of a rescaled stage, of which it keeps its key groups): into
+  /// the heap, or the backend (from either).
+  void load(const std::vector<std::string>& parts, std::size_t index, const std::string& what) {
+    const auto mine = [this](std::size_t g) {
+      return !env_->rescaled || replica_of_group(g, env_->replicas) == env_->replica;
+    };
+    heap_.clear();
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      state_reader in{parts[i], what};
+      const auto kind = in.read<std::uint8_t>();
+      if (kind == 0) {
+        open(index);  // a backend: the entries go straight into its table
+        load_heap(in, [&](K& k, V& v, std::size_t g) {
+          if (!mine(g)) return;
+          if (table_) put(k, std::move(v));
+          else heap_.insert_or_assign(std::move(k), std::move(v));
+        });
+      } else if (kind == 1) {
+        const auto rel = in.read<std::string>();
+        const auto saved = in.view_bytes();
+        if (env_->backend == nullptr)
+          in.fail(
+              "a keyed state kept in a state backend, but this graph has none to restore it into; "
+              "give checkpoint.backend the backend it ran with");
+        if (parts.size() == 1 && !env_->rescaled) {
+          table_ = env_->backend->restore(work(index), env_->dir + "/" + rel, saved);
+          cap_ = env_->backend->cache_entries();
+        } else {
+          open(index);
+          copy_groups(env_->dir + "/" + rel, saved, work(index) + ".part-" + std::to_string(i), mine);
+        }
+      } else {
+        in.fail("an unknown keyed state kind " + std::to_string(kind));
+      }
+      if (in.left() != 0) in.fail("bytes after its end");
     }
-    if (kind != 1) in.fail("an unknown keyed state kind " + std::to_string(kind));
-    const auto rel = in.read<std::string>();
-    const auto saved = in.view_bytes();
-    if (env_->backend == nullptr)
-      in.fail(
-          "a keyed state kept in a state backend, but this graph has none to restore it into; "
-          "give checkpoint.backend the backend it ran with");
-    table_ = env_->backend->restore(work(index), env_->dir + "/" + rel, saved);
-    cap_ = env_->backend->cache_entries();
+    open(index);  // none restored into a backend: a new table
   }
   void close() noexcept override {
     cache_.clear();
@@ -347,6 +376,28 @@ class keyed_state final : public detail::keyed_base {
     if (!changes_.empty()) table_->write(changes_);
   }
   std::string work(std::size_t index) const { return env_->work + "/" + std::to_string(index); }
+  /// The entries of a table saved in `dir` whose key group is mine(g), into
+  /// this one's (through a scratch table restored in `scratch`).
+  template <class Mine>
+  void copy_groups(const std::string& dir, std::string_view saved, const std::string& scratch, Mine&& mine) {
+    {
+      auto from = env_->backend->restore(scratch, dir, saved);
+      changes_.clear();
+      from->scan([&](std::string_view kb, std::string_view vb) {
+        const auto g = kb.size() < 2 ? key_groups
+                                     : (static_cast<std::size_t>(static_cast<unsigned char>(kb[0])) << 8) |
+                                           static_cast<unsigned char>(kb[1]);
+        if (g >= key_groups || !mine(g)) return;
+        changes_.push_back({std::string{kb}, std::string{vb}});
+        if (changes_.size() == 4096) {
+          table_->write(changes_);
+          changes_.clear();
+        }
+      });
+      if (!changes_.empty()) table_->write(changes_);
+    }
+    detail::remove_dir(scratch);
+  }
   V decode(std::string_view b) const {
     V v{};
     state_reader r{b, "keyed value"};
@@ -387,7 +438,7 @@ class keyed_state final : public detail::keyed_base {
       }
     }
   }
-  /// Reads save_heap's entries, each to `take(key, value)`.
+  /// Reads save_heap's entries, each to `take(key, value, its group)`.
   template <class Take>
   static void load_heap(state_reader& in, Take&& take) {
     const auto groups = in.read<std::uint32_t>();
@@ -402,7 +453,7 @@ class keyed_state final : public detail::keyed_base {
         V v{};
         in.read(k);
         in.read(v);
-        take(k, v);
+        take(k, v, static_cast<std::size_t>(g));
       }
     }
   }
@@ -448,9 +499,7 @@ class keyed_home {
     const auto index = states_.size();
     states_.push_back({std::string{name}, std::move(owned)});
     if (auto it = restored_.find(std::string{name}); it != restored_.end()) {
-      state_reader in{it->second, "keyed state '" + std::string{name} + "'"};
-      st.load(in, index);
-      if (in.left() != 0) in.fail("bytes after its end");
+      st.load(it->second, index, "keyed state '" + std::string{name} + "'");
       restored_.erase(it);
     } else {
       st.open(index);
@@ -480,11 +529,12 @@ class keyed_home {
       out.write_bytes(bytes);
     }
   }
-  /// The states a checkpoint holds, taken by get() as the node asks.
+  /// The states a checkpoint holds, taken by get() as the node asks (a
+  /// name may come more than once: the parts of a rescaled stage's replicas).
   void load(state_reader& in) {
     for (auto n = in.read<std::uint64_t>(); n != 0; --n) {
       auto name = in.read<std::string>();
-      restored_.insert_or_assign(std::move(name), in.read_bytes());
+      restored_[name].push_back(in.read_bytes());
     }
   }
 
@@ -495,7 +545,7 @@ class keyed_home {
   };
   keyed_env env_;
   std::vector<entry> states_;
-  std::unordered_map<std::string, std::string> restored_;
+  std::unordered_map<std::string, std::vector<std::string>> restored_;
 };
 
 }  // namespace detail

@@ -76,6 +76,9 @@ struct checkpoint_stats {
 struct recovery {
   std::uint64_t restored = 0;          ///< the checkpoint it resumed from (0: it started afresh)
   std::vector<std::string> skipped{};  ///< why newer checkpoint files were not used (corrupt, partial)
+  /// Stages resumed with another number of replicas than the checkpoint's
+  /// ("'counter': 3 -> 5 replicas"): their keyed state was split anew by key group.
+  std::vector<std::string> rescaled{};
 };
 
 struct options {
