@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
     return std::vector<bench::variant>{{"wc", {{"app", 0}, {"passes", k * 400}}},
                                        {"fd", {{"app", 1}, {"passes", k * 60}}},
                                        {"sd", {{"app", 2}, {"passes", k * 150}}},
-                                       {"lr", {{"app", 3}, {"passes", k * 4}}}};
+                                       {"lr", {{"app", 3}, {"passes", k * 12}}}};
   };
   s.default_runs = 3;
   s.timeout_s = 180;
