@@ -164,6 +164,11 @@ struct checkpoint_file {
   }
 };
 
+/// Throws: the checkpoint file `path` does not fit this graph, for `why`.
+[[noreturn]] void another_graph(const std::string& path, const std::string& why) {
+  throw stream::checkpoint_error{"troupe checkpoint: " + path + " was written by another graph (" + why + ")"};
+}
+
 /// Reads `p` into `f`: "" if it is whole, else why it is not usable. Throws
 /// checkpoint_error for a file of another format version.
 std::string load(const fs::path& p, checkpoint_file& f) {
@@ -423,10 +428,7 @@ void checkpointer::restore() {
     if ((flags & 2U) != 0) p.inflight = r.view_bytes();
   }
   if (r.left() != 0) r.fail("bytes after the last node");
-  const auto another = [&](const std::string& why) {
-    throw stream::checkpoint_error{"troupe checkpoint: " + file.path.string() + " was written by another graph (" +
-                                   why + ")"};
-  };
+  const auto another = [&](const std::string& why) { another_graph(file.path.string(), why); };
   // The same graph: slot by slot.
   const auto same = [&](const saved_runner& p) {
     const auto* x = p.slot < slots_.size() ? slots_[p.slot].runner : nullptr;
@@ -490,9 +492,7 @@ std::vector<std::vector<std::size_t>> stages_of(std::size_t n, Name&& name, Repl
 }  // namespace
 
 void checkpointer::rescale(const std::string& path, const std::vector<saved_runner>& saved, std::uint64_t id) {
-  const auto another = [&](const std::string& why) {
-    throw stream::checkpoint_error{"troupe checkpoint: " + path + " was written by another graph (" + why + ")"};
-  };
+  const auto another = [&](const std::string& why) { another_graph(path, why); };
   const auto old = stages_of(
       saved.size(), [&](std::size_t i) -> const std::string& { return saved[i].name; },
       [&](std::size_t i) { return std::size_t{saved[i].replica}; },
