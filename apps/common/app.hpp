@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <troupe/troupe.hpp>
@@ -159,7 +161,16 @@ class app_sink : public troupe::stream::node<In, void> {
  public:
   static constexpr const char* kind = "sink";
   output_file* out = nullptr;
-  std::string exactly_once;  // --output with --checkpoint-dir (else "")
+  std::string exactly_once;        // --output with --checkpoint-dir (else "")
+  std::function<void()> on_first;  // cli::on_first_output, until this replica's first element
+
+  /// Writes to `file`, or exactly once with --checkpoint-dir; takes the
+  /// flags' first-output hook.
+  void bind(output_file& file, const cli& c) {
+    out = &file;
+    if (!c.checkpoint_dir.empty()) exactly_once = c.output;
+    on_first = c.on_first_output;
+  }
 
   void on_start() {
     if (exactly_once.empty()) return;
@@ -182,6 +193,11 @@ class app_sink : public troupe::stream::node<In, void> {
   }
 
  protected:
+  /// Each application's consume() calls this first (cli::on_first_output).
+  void arrived() {
+    if (on_first) [[unlikely]]
+      std::exchange(on_first, nullptr)();
+  }
   bool writes() const noexcept { return tx_.has_value() || out->enabled(); }
   void line(std::string s) {
     if (tx_) tx_->consume(s);

@@ -80,6 +80,9 @@ struct cli {
   /// Called right before the graph starts and right after it has ended (the
   /// timed run): a profiler or a benchmark marks its measured region there.
   std::function<void()> on_run_start, on_run_end;
+  /// Called by each sink replica at its first element (from its worker
+  /// thread): a benchmark times a restarted job's first output there.
+  std::function<void()> on_first_output;
 
   /// `operators`: the names of the graph's operators, in order (for
   /// --parallelism and the usage text); `default_input`: used without --input.

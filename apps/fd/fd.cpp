@@ -121,6 +121,7 @@ struct outliers {
 struct sink : app_sink<transaction> {
   std::shared_ptr<outliers> found;  // null: the ids are not kept (benchmarks)
   void consume(const transaction& t) {
+    arrived();
     if (found) {
       std::lock_guard<std::mutex> guard{found->mtx};
       found->ids.insert(t.id);
@@ -143,8 +144,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   predictor pred;
   pred.m = &m;
   sink snk;
-  snk.out = &out;
-  if (!c.checkpoint_dir.empty()) snk.exactly_once = c.output;
+  snk.bind(out, c);
   if (keep) snk.found = found;
   outcome r{run_graph(sys, "fd",
                       troupe::pipeline{troupe::farm{replay_source<transaction>{data, c}, c.replicas(0)},

@@ -307,6 +307,7 @@ struct sink : app_sink<notification> {
     r.read(markers);
   }
   void consume(notification& n) {
+    arrived();
     if (n.closes != no_marker) {
       if (markers.complete(n.closes)) logic.close(n.closes, n.stamp, [this](toll&& t) { record(t); });
       return;
@@ -369,8 +370,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   using troupe::pipeline;
   const auto p = [&](std::size_t i) { return c.replicas(i); };
   sink snk{p(2) + p(5) + p(7), collected{keep, &r}};
-  snk.out = &out;
-  if (!c.checkpoint_dir.empty()) snk.exactly_once = c.output;
+  snk.bind(out, c);
   auto by_vehicle = [](const auto& x) { return x.vid; };
   auto by_segment = [](const auto& x) { return x.segment; };
   auto by_report_segment = [](const report& x) { return x.segment(); };

@@ -115,6 +115,7 @@ struct spikes {
 struct sink : app_sink<reading> {
   std::shared_ptr<spikes> all;
   void consume(const reading& r) {
+    arrived();
     {
       std::lock_guard<std::mutex> guard{all->mtx};
       all->found.emplace(r.device, r.epoch);
@@ -147,8 +148,7 @@ outcome run(troupe::actor_system& sys, const cli& c) {
   output_file out{c.checkpoint_dir.empty() ? c.output : std::string{}};
   auto all = std::make_shared<spikes>();
   sink snk;
-  snk.out = &out;
-  if (!c.checkpoint_dir.empty()) snk.exactly_once = c.output;
+  snk.bind(out, c);
   snk.all = all;
   outcome r{run_graph(sys, "sd",
                       troupe::pipeline{

@@ -47,6 +47,7 @@ struct counter : st::node<word, count> {
 
 struct sink : app_sink<count> {
   void consume(const count& c) {
+    arrived();
     if (writes()) line(c.word + ' ' + std::to_string(c.n));
   }
 };
@@ -71,8 +72,7 @@ outcome run(troupe::actor_system& sys, const cli& c) {
   counter count_proto;
   count_proto.all = all;
   sink sink_proto;
-  sink_proto.out = &out;
-  if (checkpoints) sink_proto.exactly_once = c.output;
+  sink_proto.bind(out, c);
   outcome r{
       run_graph(sys, "wc",
                 troupe::pipeline{

@@ -8,6 +8,15 @@
 // the last two with a checkpoint every second into CHECKPOINT_DIR.
 // Prints one line: "net_ms <the job's net run time>" (without the JVM's and
 // the mini cluster's start).
+//   flink run -c WcJob wc.jar MODE INPUT PARALLELISM CHECKPOINT_DIR MARKER_DIR
+// submits the job to a running cluster and prints "job_id <id>" without
+// waiting for its end (bench/flink/recovery.py). Each counter of a restarted
+// attempt writes, at its first element, MARKER_DIR/first-<attempt>-<subtask>
+// holding the wall-clock time in ms: the restarted job's first output.
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.flink.api.common.JobExecutionResult;
@@ -17,6 +26,7 @@ import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.connector.file.src.FileSource;
 import org.apache.flink.connector.file.src.reader.TextLineInputFormat;
 import org.apache.flink.core.fs.Path;
@@ -42,15 +52,33 @@ public class WcJob {
   }
 
   public static final class Count extends KeyedProcessFunction<String, String, Tuple2<String, Long>> {
+    private final String markers;  // null: no markers
     private transient ValueState<Long> count;
+    private transient boolean marked;
+
+    Count(String markerDir) {
+      markers = markerDir;
+    }
 
     @Override
     public void open(org.apache.flink.api.common.functions.OpenContext ctx) {
       count = getRuntimeContext().getState(new ValueStateDescriptor<>("count", Types.LONG));
+      marked = markers == null || getRuntimeContext().getTaskInfo().getAttemptNumber() == 0;
+    }
+
+    /// The first element of a restarted attempt: its time, for recovery.py.
+    private void mark() throws IOException {
+      marked = true;
+      final long now = System.currentTimeMillis();
+      final var info = getRuntimeContext().getTaskInfo();
+      final var name = "first-" + info.getAttemptNumber() + "-" + info.getIndexOfThisSubtask();
+      Files.write(Paths.get(markers, name + ".tmp"), Long.toString(now).getBytes(StandardCharsets.US_ASCII));
+      Files.move(Paths.get(markers, name + ".tmp"), Paths.get(markers, name));
     }
 
     @Override
     public void processElement(String word, Context ctx, Collector<Tuple2<String, Long>> out) throws Exception {
+      if (!marked) mark();
       Long c = count.value();
       long next = c == null ? 1 : c + 1;
       count.update(next);
@@ -59,8 +87,8 @@ public class WcJob {
   }
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 4) {
-      System.err.println("usage: WcJob none|heap|rocksdb INPUT PARALLELISM CHECKPOINT_DIR");
+    if (args.length != 4 && args.length != 5) {
+      System.err.println("usage: WcJob none|heap|rocksdb INPUT PARALLELISM CHECKPOINT_DIR [MARKER_DIR]");
       System.exit(2);
     }
     final String mode = args[0];
@@ -84,9 +112,14 @@ public class WcJob {
         .flatMap(new Split())
         .returns(Types.STRING)
         .keyBy(w -> w)
-        .process(new Count())
+        .process(new Count(args.length == 5 ? args[4] : null))
         .returns(Types.TUPLE(Types.STRING, Types.LONG))
         .sinkTo(new DiscardingSink<>());
+    if (args.length == 5) {
+      final JobClient job = env.executeAsync("wc " + mode);
+      System.out.println("job_id " + job.getJobID());
+      return;
+    }
     final JobExecutionResult r = env.execute("wc " + mode);
     System.out.println("net_ms " + r.getNetRuntime(TimeUnit.MILLISECONDS));
   }

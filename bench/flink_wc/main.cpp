@@ -33,44 +33,27 @@
 // and the mini cluster's start are outside it).
 // Figure: words/s. Extras: checkpoints (troupe: completed during the run).
 // Check: troupe's sink saw every word; Flink's job ended normally.
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/harness.hpp"
 #include "common/temp_dir.hpp"
+#include "flink/flink.hpp"
 #include "wc/wc.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
-
-const std::string book = TROUPE_APPS_DATA "/book.dat";
-
-/// Words in one copy of the book (split on single spaces, empty tokens
-/// skipped, as both jobs do).
-std::uint64_t words_per_copy() {
-  std::ifstream in{book};
-  std::uint64_t n = 0;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words{line};
-    for (std::string w; std::getline(words, w, ' ');) n += w.empty() ? 0 : 1;
-  }
-  return n;
-}
+namespace flink = bench::flink;
 
 bench::sample run_troupe(const bench::params& p, const char* backend) {
   const bench::temp_dir where{"troupe_flink_wc_"};
   troupe_apps::cli c;
-  c.input = book;
+  c.input = flink::book;
   c.passes = static_cast<std::uint64_t>(p.get("copies"));
   c.parallelism = {1, 2, 2, 1};
   if (backend != nullptr) {
@@ -80,7 +63,7 @@ bench::sample run_troupe(const bench::params& p, const char* backend) {
   }
   troupe::actor_system sys{troupe::config{.workers = 2}};
   const auto r = troupe_apps::wc::run(sys, c).result;
-  const auto words = words_per_copy() * c.passes;
+  const auto words = flink::words_per_copy() * c.passes;
   if (r.sink_tuples != words)
     throw std::runtime_error("troupe-wc counted " + std::to_string(r.sink_tuples) + " words of " +
                              std::to_string(words));
@@ -91,46 +74,18 @@ bench::sample run_troupe(const bench::params& p, const char* backend) {
   return s;
 }
 
-/// Where bench/flink/setup.sh put Flink's jars and the job (build-flink/).
-struct flink_setup {
-  std::string lib, jar;
-};
-flink_setup find_flink() {
-  const char* root = std::getenv("TROUPE_FLINK_DIR");
-  const fs::path dir = root != nullptr ? fs::path{root} : fs::path{TROUPE_SOURCE_DIR} / "build-flink";
-  flink_setup f;
-  std::ifstream lib{dir / "lib_dir"};
-  std::getline(lib, f.lib);
-  f.jar = (dir / "wc.jar").string();
-  if (f.lib.empty() || !fs::exists(f.jar) || !fs::exists(f.lib))
-    throw bench::not_available("Apache Flink is not set up (scripts/bench --flink flink_wc sets it up in " +
-                               dir.string() + ")");
-  return f;
-}
-
 bench::sample run_flink(const bench::params& p, const char* mode) {
-  const auto f = find_flink();
+  const auto f = flink::find();
   const bench::temp_dir where{"troupe_flink_wc_"};
   const auto copies = p.get("copies");
   const auto input = where.path() + "/input.txt";
-  {
-    std::ifstream in{book, std::ios::binary};
-    const std::string text{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-    std::ofstream out{input, std::ios::binary};
-    for (std::int64_t i = 0; i < copies; ++i) out << text << (text.empty() || text.back() == '\n' ? "" : "\n");
-  }
+  flink::write_copies(input, copies);
   const auto log = where.path() + "/job.log";
-  const std::string cmd = "java -cp '" + f.lib + "/*:" + f.jar + "' WcJob " + mode + " '" + input + "' 2 '" +
-                          where.path() + "/ckpt' > '" + log + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream out{log};
-  const std::string text{std::istreambuf_iterator<char>{out}, std::istreambuf_iterator<char>{}};
-  const auto at = text.rfind("net_ms ");
-  if (rc != 0 || at == std::string::npos)
-    throw std::runtime_error("the Flink job failed (exit " + std::to_string(WEXITSTATUS(rc)) +
-                             "): " + text.substr(text.size() > 2000 ? text.size() - 2000 : 0));
-  const double net_s = std::stod(text.substr(at + 7)) / 1000.0;
-  const auto words = words_per_copy() * static_cast<std::uint64_t>(copies);
+  const std::string cmd =
+      "java -cp '" + f.lib + "/*:" + f.jar + "' WcJob " + mode + " '" + input + "' 2 '" + where.path() + "/ckpt'";
+  const auto line = flink::run_for(cmd, log, "net_ms ", "the Flink job");
+  const double net_s = std::stod(line.substr(7)) / 1000.0;
+  const auto words = flink::words_per_copy() * static_cast<std::uint64_t>(copies);
   bench::sample s;
   s.wall_s = net_s;
   s.add("words_per_s", static_cast<double>(words) / net_s, "words/s", true);

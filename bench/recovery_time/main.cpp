@@ -35,16 +35,9 @@
 // checkpoint_mb (what the checkpoint takes on disk: its file, and RocksDB's
 // table files).
 // Check: the second process resumed from a checkpoint (restored id >= 1).
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/prctl.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +49,7 @@
 #include <vector>
 
 #include "common/harness.hpp"
+#include "common/restart.hpp"
 #include "common/temp_dir.hpp"
 #include "troupe/troupe.hpp"
 #if BENCH_ROCKSDB
@@ -66,11 +60,8 @@ namespace {
 
 namespace st = troupe::stream;
 namespace fs = std::filesystem;
-using clock_type = std::chrono::steady_clock;
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
-}
+using clock_type = bench::restart_clock;
+using bench::now_ns;
 
 /// Counts by key in a table of `n` counters: the state.
 struct table_counts : st::node<std::uint64_t, std::uint64_t> {
@@ -132,49 +123,6 @@ st::graph spawn_job(troupe::actor_system& sys, const std::string& dir, std::size
   return troupe::spawn_pattern(sys, troupe::pipeline{numbers, counts, sink}, o);
 }
 
-[[noreturn]] void child_fails(int fd, const std::string& what) {
-  const std::string line = "error " + what + "\n";
-  (void)!::write(fd, line.data(), line.size());
-  std::_Exit(1);
-}
-
-/// Reads one line from `fd` before `deadline` ("" on time out or end).
-std::string read_line(int fd, clock_type::time_point deadline) {
-  std::string line;
-  while (clock_type::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    char c = 0;
-    if (::read(fd, &c, 1) != 1) break;
-    if (c == '\n') return line;
-    line += c;
-  }
-  return line;
-}
-
-/// Whether `dir` holds a completed checkpoint file.
-bool has_checkpoint(const std::string& dir) {
-  std::error_code ec;
-  for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".troupe") return true;
-  return false;
-}
-
-struct process {
-  pid_t pid = -1;
-  ~process() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-  void kill_now() {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    pid = -1;
-  }
-};
-
 /// What a checkpoint takes on disk (every file but the working tables).
 double checkpoint_mb_in(const std::string& dir) {
   std::uintmax_t bytes = 0;
@@ -192,18 +140,14 @@ bench::sample run_with(const bench::params& p, const std::shared_ptr<st::state_b
   const auto deadline = clock_type::now() + std::chrono::seconds{100};
 
   // 1. The first run, killed once a checkpoint is complete.
-  process first;
-  first.pid = ::fork();
-  if (first.pid < 0) throw std::runtime_error("fork failed");
-  if (first.pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  bench::process first;
+  bench::fork_child(first, [&] {
     troupe::actor_system sys{troupe::config{.workers = 2}};
     std::atomic<std::int64_t> seen{0};
     auto g = spawn_job(sys, dir, mb, seen, backend);
     g.wait();
-    std::_Exit(0);
-  }
-  while (!has_checkpoint(dir)) {
+  });
+  while (!bench::has_checkpoint(dir)) {
     if (clock_type::now() > deadline) throw std::runtime_error("the first run completed no checkpoint");
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
   }
@@ -212,37 +156,24 @@ bench::sample run_with(const bench::params& p, const std::shared_ptr<st::state_b
   const auto checkpoint_mb = checkpoint_mb_in(dir);
 
   // 2. The same job again.
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  process second;
-  second.pid = ::fork();
-  if (second.pid < 0) throw std::runtime_error("fork failed");
-  if (second.pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::close(fds[0]);
-    try {
-      troupe::actor_system sys{troupe::config{.workers = 2}};
-      std::atomic<std::int64_t> seen{0};
-      const auto spawning = now_ns();
-      auto g = spawn_job(sys, dir, mb, seen, backend);
-      const auto spawned = now_ns();
-      while (seen.load(std::memory_order_acquire) == 0) std::this_thread::yield();
-      const std::string line = std::to_string(seen.load()) + " " + std::to_string(spawned - spawning) + " " +
-                               std::to_string(g.recovery().restored) + "\n";
-      (void)!::write(fds[1], line.data(), line.size());
-    } catch (const std::exception& e) {
-      child_fails(fds[1], e.what());
-    }
-    std::_Exit(0);  // the measurement is over: no orderly end
-  }
-  ::close(fds[1]);
-  const auto line = read_line(fds[0], deadline);
-  ::close(fds[0]);
-  if (line.rfind("error ", 0) == 0) throw std::runtime_error("the restarted run failed: " + line.substr(6));
+  bench::process second;
+  const auto line = bench::fork_and_read(
+      second,
+      [&](int) {
+        troupe::actor_system sys{troupe::config{.workers = 2}};
+        std::atomic<std::int64_t> seen{0};
+        const auto spawning = now_ns();
+        auto g = spawn_job(sys, dir, mb, seen, backend);
+        const auto spawned = now_ns();
+        while (seen.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+        return std::to_string(seen.load()) + " " + std::to_string(spawned - spawning) + " " +
+               std::to_string(g.recovery().restored);
+      },
+      deadline);
   long long first_at = 0, restore_ns = 0;
   unsigned long long restored = 0;
   if (std::sscanf(line.c_str(), "%lld %lld %llu", &first_at, &restore_ns, &restored) != 3)
-    throw std::runtime_error("the restarted run reported nothing");
+    throw std::runtime_error("the restarted run reported '" + line + "'");
   if (restored == 0) throw std::runtime_error("the restarted run did not resume from a checkpoint");
   bench::sample s;
   s.wall_s = static_cast<double>(first_at - killed) / 1e9;
