@@ -49,7 +49,7 @@ int main() {
   // [/net_5]
   std::printf("troupe -> %s\n", got.c_str());
   // [net_6]
-  self->monitor(kv.address());
+  self->monitor(kv);
   server.close();  // the store's node goes away
   troupe::error why;
   self->receive([&](troupe::down_msg& d) { why = d.reason; });

@@ -96,6 +96,21 @@ TEST(config, from_file_with_line_numbers_in_errors) {
     FAIL();
   } catch (const troupe::config_error& e) {
     EXPECT_NE(std::string{e.what()}.find("line 2"), std::string::npos) << e.what();
+    EXPECT_EQ(e.key(), "polling");
+    EXPECT_EQ(e.value(), "sometimes");
+  }
+  // The key and the value once each, then where, then what is wrong.
+  {
+    std::ofstream out{path};
+    out << "throughput = abc\n";
+  }
+  try {
+    troupe::config{}.load_file(path);
+    FAIL();
+  } catch (const troupe::config_error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what, "config key 'throughput' with value \"abc\": " + path + " line 1: expected a non-negative integer");
+    EXPECT_EQ(e.problem(), path + " line 1: expected a non-negative integer");
   }
   {
     std::ofstream out{path};

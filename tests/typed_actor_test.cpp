@@ -57,3 +57,39 @@ TEST(typed_actor, event_actors_talk_to_typed_actors) {
   self->receive([&](int v) { got = v; });
   EXPECT_EQ(got, 3);
 }
+
+// Monitors, links and exits take a typed handle as it is, without address().
+TEST(typed_actor, typed_handles_are_monitored_linked_and_sent_exits_directly) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto spawn_calc = [&] {
+    return calculator{sys.spawn([](troupe::event_actor&) -> calculator::behavior_type {
+      return {[](add_atom, int a, int b) { return a + b; }, [](sub_atom, int a, int b) { return a - b; },
+              [](reset_atom) {}};
+    })};
+  };
+  troupe::scoped_actor self{sys};
+  calculator watched = spawn_calc();
+  self->monitor(watched);
+  self->send_exit(watched, troupe::error{troupe::errc::user_shutdown, "typed"});
+  troupe::error reason;
+  EXPECT_TRUE(self->receive_for(5s, [&](troupe::down_msg& m) { reason = m.reason; }));
+  EXPECT_EQ(reason.code(), troupe::errc::user_shutdown) << reason.to_string();
+
+  // A monitor taken back sends nothing; a link brings the exit.
+  calculator quiet = spawn_calc();
+  self->monitor(quiet);
+  self->demonitor(quiet);
+  calculator linked = spawn_calc();
+  std::string from;
+  self->set_exit_handler([&](troupe::exit_msg& m) { from = m.reason.message(); });
+  self->link_to(linked);
+  self->unlink_from(linked);
+  self->link_to(linked);
+  sys.send_exit(quiet, troupe::error{troupe::errc::user_shutdown, "quiet"});
+  sys.send_exit(linked, troupe::error{troupe::errc::user_shutdown, "linked"});
+  bool down = false;
+  for (int i = 0; i < 100 && from.empty(); ++i) (void)self->receive_for(50ms, [&](troupe::down_msg&) { down = true; });
+  EXPECT_EQ(from, "linked");
+  (void)self->receive_for(200ms, [&](troupe::down_msg&) { down = true; });
+  EXPECT_FALSE(down) << "a down_msg after demonitor";
+}

@@ -12,6 +12,8 @@
 #include "troupe/metrics/exporter.hpp"
 
 #include <httplib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +22,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -62,7 +66,6 @@ struct graph_snapshot {
   bool done = false;
   bool cancelled = false;
   std::uint64_t failed = 0;
-  std::vector<double> rate_in, rate_out;  // per node, items/s since the previous snapshot
 };
 
 struct snapshot {
@@ -107,6 +110,59 @@ std::string node_labels(const graph_snapshot& g, const stream::node_metrics& n) 
          "\"";
 }
 
+/// The first line of a file under /proc ("" when it cannot be read).
+std::string read_proc(const char* path) {
+  std::ifstream in{path};
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+/// The process's families, named and typed as Prometheus' client libraries
+/// name them (process_cpu_seconds_total, ...), from /proc (Linux).
+void process_families(std::ostringstream& o) {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  const double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                     static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  family{o, "process_cpu_seconds_total", "counter", "User and system CPU time spent in seconds."}.sample("", num(cpu));
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::uint64_t pages = 0, resident = 0;
+  std::istringstream{read_proc("/proc/self/statm")} >> pages >> resident;
+  family{o, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes."}.sample("", num(pages * page));
+  family{o, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes."}.sample("",
+                                                                                               num(resident * page));
+  // Field 22 of /proc/self/stat (after the command in parentheses, which may
+  // hold spaces): the start in clock ticks after boot; /proc/stat's btime is
+  // the boot in seconds since the epoch.
+  const std::string stat = read_proc("/proc/self/stat");
+  std::istringstream fields{stat.substr(std::min(stat.rfind(')') + 1, stat.size()))};
+  std::string field;
+  for (int i = 3; i <= 22; ++i) fields >> field;
+  std::uint64_t boot = 0;
+  {
+    std::ifstream in{"/proc/stat"};
+    for (std::string key; in >> key;) {
+      if (key == "btime") {
+        in >> boot;
+        break;
+      }
+    }
+  }
+  const double start =
+      static_cast<double>(boot) + std::strtod(field.c_str(), nullptr) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  family{o, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds."}.sample(
+      "", num(start));
+  std::uint64_t fds = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it{"/proc/self/fd", ec}, end; !ec && it != end; it.increment(ec)) ++fds;
+  family{o, "process_open_fds", "gauge", "Number of open file descriptors."}.sample("", num(fds));
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  family{o, "process_max_fds", "gauge", "Maximum number of open file descriptors."}.sample(
+      "", num(static_cast<std::uint64_t>(lim.rlim_cur)));
+}
+
 }  // namespace
 
 struct exporter::impl {
@@ -118,14 +174,8 @@ struct exporter::impl {
   int bound_port = 0;
   std::atomic<std::uint64_t> requests{0};
 
-  std::mutex mtx;  // the watched graphs and the rate state
+  std::mutex mtx;  // the watched graphs
   std::map<std::string, graph_view> graphs;
-  struct previous {
-    clock::time_point at;
-    std::vector<std::uint64_t> in, out;
-    std::vector<double> rate_in, rate_out;
-  };
-  std::map<std::string, previous> prev;
 
   impl(actor_system& s, exporter_config c) : sys{s}, cfg{std::move(c)} {}
 
@@ -152,40 +202,9 @@ struct exporter::impl {
       } else {
         for (auto& n : g.m.nodes) g.failed += n.failed;
       }
-      rates(g, now);
       s.graphs.push_back(std::move(g));
     }
     return s;
-  }
-
-  // Items per second since the previous snapshot of this graph; a snapshot
-  // taken within 50 ms of it repeats its rates (two scrapers at once).
-  void rates(graph_snapshot& g, clock::time_point now) {
-    const auto n = g.m.nodes.size();
-    auto& p = prev[g.name];
-    const double dt = std::chrono::duration<double>(now - p.at).count();
-    const bool comparable = p.in.size() == n && p.at != clock::time_point{};
-    if (comparable && dt < 0.05) {
-      g.rate_in = p.rate_in;
-      g.rate_out = p.rate_out;
-      return;
-    }
-    g.rate_in.assign(n, 0);
-    g.rate_out.assign(n, 0);
-    for (std::size_t i = 0; comparable && i < n; ++i) {
-      const auto& node = g.m.nodes[i];
-      if (node.items_in >= p.in[i]) g.rate_in[i] = static_cast<double>(node.items_in - p.in[i]) / dt;
-      if (node.items_out >= p.out[i]) g.rate_out[i] = static_cast<double>(node.items_out - p.out[i]) / dt;
-    }
-    p.at = now;
-    p.in.resize(n);
-    p.out.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      p.in[i] = g.m.nodes[i].items_in;
-      p.out[i] = g.m.nodes[i].items_out;
-    }
-    p.rate_in = g.rate_in;
-    p.rate_out = g.rate_out;
   }
 
   std::string prometheus() {
@@ -200,16 +219,20 @@ struct exporter::impl {
     family{o, "troupe_unexpected_messages_total", "counter", "Messages no handler accepted."}.sample("",
                                                                                                      num(s.unexpected));
     {
-      family f{o, "troupe_mailbox_length", "summary", "Mailbox lengths of the live actors now."};
+      // Gauges: the live actors come and go, so a summary's _count would fall.
+      family f{o, "troupe_mailbox_length", "gauge",
+               "Mailbox lengths of the live actors now, by quantile over the actors (1: the longest)."};
       for (double q : {0.5, 0.9, 0.99, 1.0}) f.sample("quantile=\"" + num(q) + "\"", num(quantile(s.mailboxes, q)));
       std::uint64_t sum = 0;
       for (auto m : s.mailboxes) sum += m;
-      f.sample("", num(sum), "_sum").sample("", num(s.mailboxes.size()), "_count");
+      family{o, "troupe_mailbox_messages", "gauge", "Messages waiting in the mailboxes of the live actors now."}.sample(
+          "", num(sum));
     }
     family{o, "troupe_uptime_seconds", "gauge", "Seconds since the exporter started."}.sample("", num(s.uptime_s));
     stream_families(o, s);
     family{o, "troupe_exporter_requests_total", "counter", "HTTP requests the exporter answered."}.sample(
         "", num(requests.load(std::memory_order_relaxed)));
+    process_families(o);
     return o.str();
   }
 
@@ -225,10 +248,6 @@ struct exporter::impl {
          [](auto& g, auto i) { return num(g.m.nodes[i].items_in); }},
         {"troupe_stream_items_out_total", "counter", "Elements a node replica emitted.",
          [](auto& g, auto i) { return num(g.m.nodes[i].items_out); }},
-        {"troupe_stream_items_in_rate", "gauge", "Elements taken per second since the previous scrape.",
-         [](auto& g, auto i) { return num(g.rate_in[i]); }},
-        {"troupe_stream_items_out_rate", "gauge", "Elements emitted per second since the previous scrape.",
-         [](auto& g, auto i) { return num(g.rate_out[i]); }},
         {"troupe_stream_failed_total", "counter", "Elements dropped after a failure (failure::skip).",
          [](auto& g, auto i) { return num(g.m.nodes[i].failed); }},
         {"troupe_stream_late_total", "counter", "Late elements dropped by time windows.",
@@ -394,13 +413,11 @@ void exporter::watch_view(const std::string& name, graph_view v) {
   if (!v.metrics) throw std::invalid_argument{"troupe metrics: watch '" + name + "': a view without metrics"};
   std::lock_guard<std::mutex> guard{impl_->mtx};
   impl_->graphs[name] = std::move(v);
-  impl_->prev.erase(name);
 }
 
 void exporter::unwatch(const std::string& name) {
   std::lock_guard<std::mutex> guard{impl_->mtx};
   impl_->graphs.erase(name);
-  impl_->prev.erase(name);
 }
 
 std::uint16_t exporter::port() const noexcept { return static_cast<std::uint16_t>(impl_->bound_port); }

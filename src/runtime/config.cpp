@@ -23,12 +23,14 @@ std::string_view to_string(polling p) noexcept {
   return "unknown";
 }
 
-config_error::config_error(std::string key, std::string value, const std::string& problem, std::size_t position)
+config_error::config_error(std::string key, std::string value, std::string problem, std::size_t position)
     : std::invalid_argument("config key '" + key + "' with value " + detail::quoted_excerpt(value, position) + ": " +
                             problem),
       troupe::exception{errc::invalid_argument},
       key_{std::move(key)},
-      value_{std::move(value)} {}
+      value_{std::move(value)},
+      problem_{std::move(problem)},
+      position_{position} {}
 
 namespace {
 
@@ -158,7 +160,8 @@ config& config::load_file(const std::string& path) {
     try {
       set(trim(l.substr(0, eq)), trim(l.substr(eq + 1)));
     } catch (const config_error& e) {
-      throw config_error(e.key(), e.value(), path + " line " + std::to_string(line_no) + ": " + e.what());
+      throw config_error(e.key(), e.value(), path + " line " + std::to_string(line_no) + ": " + e.problem(),
+                         e.position());
     }
   }
   return *this;

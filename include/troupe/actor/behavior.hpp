@@ -35,8 +35,33 @@ inline constexpr keep_behavior_t keep_behavior{};
 
 namespace detail {
 
+/// Whether F's parameters can be read off it: a function (pointer), or a
+/// class with one call operator that is not a template. A handler's
+/// parameter types say which messages it takes, so a generic lambda
+/// (`auto` parameters) cannot be one.
 template <class F>
-struct callable_traits : callable_traits<decltype(&std::decay_t<F>::operator())> {};
+concept concrete_callable =
+    std::is_function_v<std::remove_pointer_t<std::decay_t<F>>> || requires { &std::decay_t<F>::operator(); };
+
+template <class F>
+struct callable_traits;
+template <class F>
+struct class_callable_traits {
+  static_assert(concrete_callable<F>,
+                "troupe: a message handler (or a stage's function) needs parameters of concrete types, which say "
+                "what it takes; a generic lambda (auto parameters) or a class with several call operators cannot "
+                "say that. Write one handler per message type: [](int x) {...}, [](const std::string& s) {...}");
+  // What lets the code that reads these go on without more errors.
+  using args = std::tuple<>;
+  using decayed = std::tuple<>;
+  using result = void;
+};
+template <class F>
+  requires concrete_callable<F>
+struct class_callable_traits<F> : callable_traits<decltype(&std::decay_t<F>::operator())> {};
+
+template <class F>
+struct callable_traits : class_callable_traits<F> {};
 template <class R, class... As>
 struct callable_traits<R (*)(As...)> {
   using result = R;
@@ -75,8 +100,10 @@ decltype(auto) invoke_impl(std::tuple<Ps...>*, F& f, message_node& n, std::index
 /// Calls `f` with the values of `n`, whose types must match F's parameters.
 template <class F>
 decltype(auto) invoke_with(F& f, message_node& n) {
-  using args = typename callable_traits<F>::args;
-  return invoke_impl(static_cast<args*>(nullptr), f, n, std::make_index_sequence<std::tuple_size_v<args>>{});
+  if constexpr (concrete_callable<F>) {
+    using args = typename callable_traits<F>::args;
+    return invoke_impl(static_cast<args*>(nullptr), f, n, std::make_index_sequence<std::tuple_size_v<args>>{});
+  }  // else callable_traits has said why not
 }
 
 /// Sends a handler's result back: to the requester as a response, or to the

@@ -90,6 +90,10 @@ class local_actor : public actor_cell {
   /// actor with an exit handler may trap; without one, an error reason ends
   /// it (a normal one, errc::none, is ignored). errc::kill cannot be trapped.
   void send_exit(const actor& dest, error reason);
+  template <class... Sigs>
+  void send_exit(const typed_actor<Sigs...>& dest, error reason) {
+    send_exit(dest.address(), std::move(reason));
+  }
   /// Publishes a copy to every current subscriber of `g`.
   template <class... Ts>
   void send(const group& g, Ts&&... xs);
@@ -104,6 +108,23 @@ class local_actor : public actor_cell {
   void unlink_from(const actor& other);
   void monitor(const actor& other);
   void demonitor(const actor& other);
+  // Typed handles as they are (their address()).
+  template <class... Sigs>
+  void link_to(const typed_actor<Sigs...>& other) {
+    link_to(other.address());
+  }
+  template <class... Sigs>
+  void unlink_from(const typed_actor<Sigs...>& other) {
+    unlink_from(other.address());
+  }
+  template <class... Sigs>
+  void monitor(const typed_actor<Sigs...>& other) {
+    monitor(other.address());
+  }
+  template <class... Sigs>
+  void demonitor(const typed_actor<Sigs...>& other) {
+    demonitor(other.address());
+  }
 
   // --- groups ---
   void join(const group& g);

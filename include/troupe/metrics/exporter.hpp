@@ -9,9 +9,9 @@
 //   auto ex2 = troupe::metrics::exporter::from_env(sys);  // TROUPE_METRICS_PORT, or nullptr
 //
 // What it serves: the actor system (workers, live actors, messages handled,
-// dead letters, unexpected messages, mailbox length quantiles, uptime) and
-// every watched graph (per node replica: items in/out and their rate over
-// the last scrape interval, failed and late elements, input channel fill
+// dead letters, unexpected messages, mailbox length quantiles, uptime), the
+// process (process_* as Prometheus' client libraries name them) and every
+// watched graph (per node replica: items in/out, failed and late elements, input channel fill
 // and capacity, time blocked on a full output; per graph: sink latency
 // quantiles, elapsed time, running/done/cancelled).
 //

@@ -40,13 +40,19 @@ std::string_view to_string(polling p) noexcept;
 class config_error : public std::invalid_argument, public troupe::exception {
  public:
   /// The message shows the value escaped and, when long, only around `position`.
-  config_error(std::string key, std::string value, const std::string& problem, std::size_t position = 0);
+  config_error(std::string key, std::string value, std::string problem, std::size_t position = 0);
   const std::string& key() const noexcept { return key_; }
   const std::string& value() const noexcept { return value_; }
+  /// What is wrong, without the key and the value (what() has all three).
+  const std::string& problem() const noexcept { return problem_; }
+  /// Where in value() the problem is (0 when the value as a whole is).
+  std::size_t position() const noexcept { return position_; }
 
  private:
   std::string key_;
   std::string value_;
+  std::string problem_;
+  std::size_t position_;
 };
 
 /// The configuration of an actor_system, as data: a struct with designated
