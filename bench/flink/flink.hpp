@@ -49,8 +49,7 @@ inline setup find() {
   std::getline(lib, f.lib);
   f.jar = (dir / "wc.jar").string();
   if (f.lib.empty() || !std::filesystem::exists(f.jar) || !std::filesystem::exists(f.lib))
-    throw bench::not_available("Apache Flink is not set up (scripts/bench --flink sets it up in " + dir.string() +
-                               ")");
+    throw bench::not_available("Apache Flink is not set up (scripts/bench --flink sets it up in " + dir.string() + ")");
   return f;
 }
 
