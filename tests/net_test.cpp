@@ -766,3 +766,27 @@ TEST(net_wire, every_malformed_frame_is_counted_by_the_node) {
   while (markers->load() < 2 && std::chrono::steady_clock::now() < until2) std::this_thread::sleep_for(1ms);
   EXPECT_EQ(markers->load(), 2);
 }
+
+namespace {
+struct reply_of_no_registered_type {
+  int v = 0;
+};
+}  // namespace
+
+// The server cannot send a reply of a type it did not register: the
+// requester gets an error naming the type at once, not a request timeout.
+TEST(net, a_reply_of_an_unregistered_type_comes_back_as_an_error_naming_it) {
+  pair_fixture f;
+  f.server.publish(
+      f.server_sys.spawn([](event_actor&) { return behavior{[](int x) { return reply_of_no_registered_type{x}; }}; }),
+      "a");
+  auto a = f.client.remote_actor({f.endpoint, {}}, "a", 5s);
+  troupe::scoped_actor self{f.client_sys};
+  error got;
+  self->request(a, 60s, 7).receive([](int) {}, [&](error& e) { got = e; });
+  EXPECT_NE(got.code(), errc::request_timeout) << got.to_string();
+  EXPECT_NE(got.message().find("not registered"), std::string::npos) << got.to_string();
+  EXPECT_NE(got.message().find("reply_of_no_registered_type"), std::string::npos) << got.to_string();
+  EXPECT_EQ(got.message().find("St5tuple"), std::string::npos) << got.to_string();  // not mangled
+  EXPECT_GE(f.server.stats().unsendable, 1U);
+}

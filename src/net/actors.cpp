@@ -3,6 +3,12 @@
 // references to, counted per connection), lookups of published names,
 // monitors across nodes, and the data records between local actors and the
 // wire (see node_core.hpp).
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
 #include "node_core.hpp"
 
 namespace troupe::net::detail {
@@ -268,14 +274,37 @@ void node_core::drain_ready() {
   }
 }
 
+namespace {
+
+/// A message's C++ types, readable: "foo" for std::tuple<foo>.
+std::string readable_types(const char* mangled) {
+  int status = 0;
+  char* s = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string out = status == 0 && s != nullptr ? s : mangled;
+  std::free(s);
+  constexpr std::string_view tuple = "std::tuple<";
+  if (out.starts_with(tuple) && out.ends_with('>')) out = out.substr(tuple.size(), out.size() - tuple.size() - 1);
+  return out;
+}
+
+}  // namespace
+
 bool node_core::forward(connection& c, proxy& p, ext::mail m) {
-  const message_type* t = (m.type() == last_type_id_) ? last_type_ : find_message(m.type());
-  if (t == nullptr) {
+  // A message that cannot go fails with `e`: a request answers its sender
+  // here; a response goes on as `e`, so the requester on the other node
+  // learns why at once instead of waiting out its timeout.
+  auto cannot_send = [&](error e) {
     st_.unsendable.fetch_add(1, std::memory_order_relaxed);
-    fail_message(m, error{errc::runtime_error, std::string{"troupe::net: the message type "} + m.type_name() +
-                                                   " is not registered (troupe::net::add_message)"});
+    if (m.is_response() && !m.holds<error>() && c.ready)
+      return forward(c, p, ext::make_mail(m.sender(), m.id(), std::move(e)));
+    fail_message(m, e);
     return true;
-  }
+  };
+  const message_type* t = (m.type() == last_type_id_) ? last_type_ : find_message(m.type());
+  if (t == nullptr)
+    return cannot_send(error{errc::runtime_error, "troupe::net: the message type " + readable_types(m.type_name()) +
+                                                      " is not registered on node '" + cfg_.name +
+                                                      "' (troupe::net::add_message)"});
   last_type_id_ = m.type();
   last_type_ = t;
   if (!c.ready) {
@@ -286,13 +315,9 @@ bool node_core::forward(connection& c, proxy& p, ext::mail m) {
   // registered after this connection's handshake: the peer may have
   // registered it too and not told us yet (its announcement comes with its
   // next record); it is sent, and a peer without it counts it as unknown.
-  if (t->hash != c.last_known_hash && c.peer_types.find(t->hash) == c.peer_types.end() &&
-      t->index < c.handshake_types) {
-    st_.unsendable.fetch_add(1, std::memory_order_relaxed);
-    fail_message(m, error{errc::runtime_error,
-                          "troupe::net: " + c.describe() + " has no message type '" + t->name + "' registered"});
-    return true;
-  }
+  if (t->hash != c.last_known_hash && c.peer_types.find(t->hash) == c.peer_types.end() && t->index < c.handshake_types)
+    return cannot_send(error{errc::runtime_error,
+                             "troupe::net: " + c.describe() + " has no message type '" + t->name + "' registered"});
   c.last_known_hash = t->hash;
   const std::size_t at = begin_record(c);
   try {
@@ -308,9 +333,7 @@ bool node_core::forward(connection& c, proxy& p, ext::mail m) {
   } catch (const std::exception& e) {
     c.out.resize(at);
     if (c.out.size() == wire::header_bytes) c.out.clear(), --c.seq_out;
-    st_.unsendable.fetch_add(1, std::memory_order_relaxed);
-    fail_message(m, error{errc::runtime_error, std::string{"troupe::net: cannot write "} + t->name + ": " + e.what()});
-    return true;
+    return cannot_send(error{errc::runtime_error, "troupe::net: cannot write " + t->name + ": " + e.what()});
   }
   end_record(c, at);
   st_.messages_out.fetch_add(1, std::memory_order_relaxed);
