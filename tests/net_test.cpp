@@ -790,3 +790,36 @@ TEST(net, a_reply_of_an_unregistered_type_comes_back_as_an_error_naming_it) {
   EXPECT_EQ(got.message().find("St5tuple"), std::string::npos) << got.to_string();  // not mangled
   EXPECT_GE(f.server.stats().unsendable, 1U);
 }
+
+// A message too big for a frame is refused at the sender, naming its size
+// and the limit; the connection stays, and so do the other messages on it,
+// including a big one that fits a frame only alone.
+TEST(net, a_message_over_the_frame_limit_is_refused_at_the_sender_and_the_link_stays) {
+  auto sc = plain("server");
+  auto cc = plain("client");
+  sc.max_frame_bytes = cc.max_frame_bytes = 256 * 1024;
+  pair_fixture f{sc, cc};
+  f.server.publish(f.server_sys.spawn([](event_actor&) {
+    return behavior{[](const std::string& s) { return static_cast<std::int64_t>(s.size()); }, [](int x) { return x; }};
+  }),
+                   "sizer");
+  auto sizer = f.client.remote_actor({f.endpoint, {}}, "sizer", 5s);
+  troupe::scoped_actor self{f.client_sys};
+  error refused;
+  self->request(sizer, 30s, std::string(300 * 1024, 'x')).receive([](std::int64_t) {}, [&](error& e) { refused = e; });
+  EXPECT_NE(refused.message().find("over max_frame_bytes (262144)"), std::string::npos) << refused.to_string();
+  EXPECT_NE(refused.message().find("307"), std::string::npos) << refused.to_string();  // 307,2xx bytes
+  // Small messages queued before a big one that fits alone, then more.
+  for (int i = 0; i < 10; ++i) self->send(sizer, i);
+  std::int64_t size = 0;
+  self->request(sizer, 30s, std::string(200 * 1024, 'y'))
+      .receive([&](std::int64_t n) { size = n; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(size, 200 * 1024);
+  int answers = 0;
+  for (int i = 0; i < 10; ++i) answers += self->receive_for(10s, [](int) {}) ? 1 : 0;
+  EXPECT_EQ(answers, 10);
+  int echoed = 0;
+  self->request(sizer, 30s, 5).receive([&](int v) { echoed = v; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(echoed, 5);
+  EXPECT_EQ(f.client.stats().peers_lost, 0U) << describe(f);
+}

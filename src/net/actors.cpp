@@ -336,6 +336,25 @@ bool node_core::forward(connection& c, proxy& p, ext::mail m) {
     return cannot_send(error{errc::runtime_error, "troupe::net: cannot write " + t->name + ": " + e.what()});
   }
   end_record(c, at);
+  // A frame over the receiver's ZeroMQ limit (max_frame_bytes, the same on
+  // both nodes unless configured otherwise) would drop the connection and
+  // with it every actor behind it: a message too big for a frame of its own
+  // is refused here, and one that fits alone goes in a frame of its own.
+  if (const auto limit = static_cast<std::size_t>(cfg_.max_frame_bytes); c.out.size() > limit) {
+    const std::size_t bytes = c.out.size() - at;
+    if (wire::header_bytes + bytes > limit) {
+      c.out.resize(at);
+      if (c.out.size() == wire::header_bytes) c.out.clear(), --c.seq_out;
+      return cannot_send(error{errc::runtime_error, "troupe::net: a " + t->name + " message of " +
+                                                        std::to_string(bytes) + " bytes is over max_frame_bytes (" +
+                                                        std::to_string(limit) + "), the most a frame may carry"});
+    }
+    std::string alone = c.out.substr(at);
+    c.out.resize(at);
+    flush(c);  // what came before it, in a frame of its own
+    if (c.out.empty()) wire::put_header(c.out, wire::frame_header{.src = inc_, .dst = c.peer_inc, .seq = c.seq_out++});
+    c.out += alone;
+  }
   st_.messages_out.fetch_add(1, std::memory_order_relaxed);
   if (m.is_request() && m.sender()) c.requests.emplace(std::make_pair(m.sender().id(), m.id()), m.sender());
   if (c.out.size() >= cfg_.batch_bytes) flush(c);

@@ -75,7 +75,9 @@ struct node_config {
   /// senders are held back (ZeroMQ's high-water marks).
   int queue_frames = 64;
   std::size_t batch_bytes = std::size_t{32} * 1024;
-  /// Larger frames are refused by ZeroMQ (the connection is dropped).
+  /// The largest frame this node reads; ZeroMQ drops a connection that
+  /// sends a larger one. A message bigger than this fails at the sender
+  /// (an error naming its size), so give both nodes the same value.
   std::int64_t max_frame_bytes = 64LL * 1024 * 1024;
   std::string name = "troupe";  ///< for log lines
 };
