@@ -823,3 +823,36 @@ TEST(net, a_message_over_the_frame_limit_is_refused_at_the_sender_and_the_link_s
   EXPECT_EQ(echoed, 5);
   EXPECT_EQ(f.client.stats().peers_lost, 0U) << describe(f);
 }
+
+// Handles of every kind are registrable side by side and cross as what they
+// are: an untyped handle and handles of two typed interfaces.
+TEST(net, untyped_and_typed_handles_of_two_interfaces_are_registered_side_by_side) {
+  using stopper = troupe::typed_actor<void(quit_atom)>;
+  pair_fixture f;  // registers the atoms
+  net::add_message<troupe::actor>();
+  net::add_message<calculator>();
+  net::add_message<stopper>();
+  net::add_message<calculator, stopper>();
+  calculator calc = f.server_sys.spawn(
+      [](event_actor&) -> calculator::behavior_type { return {[](add_atom, int a, int b) { return a + b; }}; });
+  // The client sends the server a calculator and a stopper; the server's
+  // actor asks the calculator across the wire and answers with the sum.
+  f.server.publish(f.server_sys.spawn([](event_actor& self) {
+    return behavior{[&self](calculator c, stopper) {
+      auto rp = self.make_response_promise();
+      self.request(c, 10s, add_atom{}, 40, 2)
+          .then([rp](int v) mutable { rp.deliver(v); }, [rp](error& e) mutable { rp.deliver(e); });
+      return rp;
+    }};
+  }),
+                   "asker");
+  (void)calc;
+  calculator local = f.client_sys.spawn(
+      [](event_actor&) -> calculator::behavior_type { return {[](add_atom, int a, int b) { return a * b; }}; });
+  stopper quiet = f.client_sys.spawn([](event_actor&) -> stopper::behavior_type { return {[](quit_atom) {}}; });
+  auto asker = f.client.remote_actor({f.endpoint, {}}, "asker", 5s);
+  troupe::scoped_actor self{f.client_sys};
+  int got = 0;
+  self->request(asker, 30s, local, quiet).receive([&](int v) { got = v; }, [](error& e) { FAIL() << e.to_string(); });
+  EXPECT_EQ(got, 80);  // 40 * 2: the client's calculator, reached through the server
+}

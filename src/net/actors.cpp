@@ -3,12 +3,6 @@
 // references to, counted per connection), lookups of published names,
 // monitors across nodes, and the data records between local actors and the
 // wire (see node_core.hpp).
-#include <cxxabi.h>
-
-#include <cstdlib>
-#include <string>
-#include <string_view>
-
 #include "node_core.hpp"
 
 namespace troupe::net::detail {
@@ -274,21 +268,6 @@ void node_core::drain_ready() {
   }
 }
 
-namespace {
-
-/// A message's C++ types, readable: "foo" for std::tuple<foo>.
-std::string readable_types(const char* mangled) {
-  int status = 0;
-  char* s = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string out = status == 0 && s != nullptr ? s : mangled;
-  std::free(s);
-  constexpr std::string_view tuple = "std::tuple<";
-  if (out.starts_with(tuple) && out.ends_with('>')) out = out.substr(tuple.size(), out.size() - tuple.size() - 1);
-  return out;
-}
-
-}  // namespace
-
 bool node_core::forward(connection& c, proxy& p, ext::mail m) {
   // A message that cannot go fails with `e`: a request answers its sender
   // here; a response goes on as `e`, so the requester on the other node
@@ -302,7 +281,7 @@ bool node_core::forward(connection& c, proxy& p, ext::mail m) {
   };
   const message_type* t = (m.type() == last_type_id_) ? last_type_ : find_message(m.type());
   if (t == nullptr)
-    return cannot_send(error{errc::runtime_error, "troupe::net: the message type " + readable_types(m.type_name()) +
+    return cannot_send(error{errc::runtime_error, "troupe::net: the message type " + readable_type_name(m.type_name()) +
                                                       " is not registered on node '" + cfg_.name +
                                                       "' (troupe::net::add_message)"});
   last_type_id_ = m.type();

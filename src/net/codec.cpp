@@ -2,10 +2,15 @@
 // of the process reads the same ones).
 #include "troupe/net/codec.hpp"
 
+#include <cxxabi.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <shared_mutex>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace troupe::net::detail {
@@ -62,12 +67,22 @@ void add_user_type_name(const void* key, const char* cpp_name, const std::string
     throw std::logic_error("troupe::net::add_type: type already named '" + it->second + "', not '" + name + "'");
 }
 
+std::string readable_type_name(const char* mangled) {
+  int status = 0;
+  char* s = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string out = status == 0 && s != nullptr ? s : mangled;
+  std::free(s);
+  constexpr std::string_view tuple = "std::tuple<";
+  if (out.starts_with(tuple) && out.ends_with('>')) out = out.substr(tuple.size(), out.size() - tuple.size() - 1);
+  return out;
+}
+
 const std::string& user_type_name(const void* key, const char* cpp_name) {
   auto& r = reg();
   std::shared_lock lock{r.mtx};
   auto it = r.names.find(key);
   if (it == r.names.end())
-    throw std::logic_error(std::string{"troupe::net: the type "} + cpp_name +
+    throw std::logic_error("troupe::net: the type " + readable_type_name(cpp_name) +
                            " has no network name: call troupe::net::add_type<T>(\"name\") first");
   return it->second;
 }

@@ -10,7 +10,8 @@
 //   - std::string, std::vector<T>: a 32-bit length, then the elements (raw
 //     bytes when T is trivially copyable);
 //   - actor and typed_actor handles: the node and actor they name; they
-//     become proxies on the receiving node;
+//     become proxies on the receiving node (named "actor", and a typed one
+//     "actor{<its signatures>}");
 //   - troupe::error, down_msg, exit_msg: built in;
 //   - a struct with a member `auto fields() { return std::tie(a, b, ...); }`:
 //     its fields in that order, each as above (checked like the rest; no
@@ -138,6 +139,9 @@ namespace detail {
 /// of different anonymous namespaces under some compilers); throws naming
 /// the type when there is none.
 const std::string& user_type_name(const void* key, const char* cpp_name);
+/// A C++ type as the compiler writes it ("point"; a message's std::tuple<...>
+/// without the tuple), from typeid's name: for errors about unnamed types.
+std::string readable_type_name(const char* mangled);
 void add_user_type_name(const void* key, const char* cpp_name, const std::string& name);
 
 /// T lists its fields: `auto fields() { return std::tie(...); }`.
@@ -185,6 +189,21 @@ struct is_typed_handle : std::false_type {};
 template <class... Sigs>
 struct is_typed_handle<typed_actor<Sigs...>> : std::true_type {};
 
+template <class Sig>
+std::string signature_name();
+template <class... Sigs>
+std::uint64_t add_interface(typed_actor<Sigs...>*);
+/// A typed handle's network name: "actor{" its signatures "}", so that
+/// handles of different interfaces, and untyped ones ("actor"), are
+/// different message types.
+template <class... Sigs>
+std::string typed_handle_name(typed_actor<Sigs...>*) {
+  std::string s = "actor{";
+  ((s += signature_name<Sigs>(), s += ';'), ...);
+  if (s.back() == ';') s.pop_back();
+  return s + "}";
+}
+
 }  // namespace detail
 
 /// How one value type is named, written and read.
@@ -202,7 +221,8 @@ struct codec {
     else if constexpr (std::is_same_v<T, float>) return "f32";
     else if constexpr (std::is_same_v<T, double>) return "f64";
     else if constexpr (std::is_same_v<T, std::string>) return "string";
-    else if constexpr (std::is_same_v<T, actor> || detail::is_typed_handle<T>::value) return "actor";
+    else if constexpr (std::is_same_v<T, actor>) return "actor";
+    else if constexpr (detail::is_typed_handle<T>::value) return detail::typed_handle_name(static_cast<T*>(nullptr));
     else if constexpr (std::is_same_v<T, error>) return "error";
     else if constexpr (std::is_same_v<T, down_msg>) return "down_msg";
     else if constexpr (std::is_same_v<T, exit_msg>) return "exit_msg";
@@ -429,12 +449,19 @@ void add_type(const std::string& name) {
 
 /// Lets messages holding exactly these values (in this order) cross the
 /// network. Register the responses of requests too (a handler returning int
-/// answers with add_message<int>()). Throws std::logic_error naming a value
-/// type that has no name (see add_type).
+/// answers with add_message<int>()). A typed handle among the values
+/// registers its interface's messages and results too, so the actor it
+/// names can be asked across the network. Throws std::logic_error naming a
+/// value type that has no name (see add_type).
 template <class... Ts>
 void add_message() {
   static_assert((std::is_default_constructible_v<Ts> && ...),
                 "troupe::net: message values must be default-constructible to be read");
+  (
+      [] {
+        if constexpr (detail::is_typed_handle<Ts>::value) (void)detail::add_interface(static_cast<Ts*>(nullptr));
+      }(),
+      ...);
   detail::message_type t;
   t.name = detail::message_name<Ts...>();
   t.hash = detail::name_hash(t.name);
