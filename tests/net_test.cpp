@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -855,4 +857,38 @@ TEST(net, untyped_and_typed_handles_of_two_interfaces_are_registered_side_by_sid
   int got = 0;
   self->request(asker, 30s, local, quiet).receive([&](int v) { got = v; }, [](error& e) { FAIL() << e.to_string(); });
   EXPECT_EQ(got, 80);  // 40 * 2: the client's calculator, reached through the server
+}
+
+// A node's log lines (node_core::log: a lost peer, plaintext mode, I/O
+// errors) go where node_config::log says, not to stderr.
+TEST(net, log_lines_go_to_the_configured_logger) {
+  auto lines = std::make_shared<std::vector<std::string>>();
+  auto mtx = std::make_shared<std::mutex>();
+  auto cc = plain("client");
+  cc.log = [lines, mtx](const std::string& l) {
+    std::lock_guard<std::mutex> g{*mtx};
+    lines->push_back(l);
+  };
+  testing::internal::CaptureStderr();
+  {
+    troupe::actor_system server_sys{troupe::config{.workers = 2}};
+    net::node server{server_sys, plain("server")};
+    troupe::actor_system client_sys{troupe::config{.workers = 2}};
+    net::node client{client_sys, cc};
+    register_types();
+    const auto endpoint = server.listen("tcp://127.0.0.1:*");
+    server.publish(server_sys.spawn([](event_actor&) { return behavior{[](int x) { return x; }}; }), "a");
+    auto a = client.remote_actor({endpoint, {}}, "a", 5s);
+    troupe::scoped_actor self{client_sys};
+    int got = 0;
+    self->request(a, 10s, 4).receive([&](int v) { got = v; }, [](error& e) { FAIL() << e.to_string(); });
+    EXPECT_EQ(got, 4);
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  std::lock_guard<std::mutex> g{*mtx};
+  ASSERT_FALSE(lines->empty());
+  EXPECT_EQ(lines->front(),
+            "troupe::net: node 'client': runs WITHOUT encryption or authentication (security::plaintext)");
+  EXPECT_EQ(err.find("node 'client'"), std::string::npos) << err;
+  EXPECT_NE(err.find("node 'server'"), std::string::npos) << err;  // a node without a logger writes to stderr
 }

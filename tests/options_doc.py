@@ -49,6 +49,8 @@ def data_members(text, name):
         s = re.sub(r"^(public|private|protected):", "", " ".join(s.split())).strip()
         if not s or re.match(r"(using|static|friend|template|enum|struct|class)\b", s):
             continue
+        while re.search(r"<[^<>]*>", s):  # template arguments, std::function<void(int)> included
+            s = re.sub(r"<[^<>]*>", "", s)
         head = re.split(r"=|\{\}", s)[0]
         if "(" in head:
             continue  # a member function

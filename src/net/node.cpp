@@ -28,8 +28,7 @@ node_core::node_core(actor_system& sys, node_config cfg) : sys_{sys}, cfg_{std::
                         "] is not a Z85 CURVE public key (40 characters)");
     trusted_.insert(cfg_.trusted_keys.begin(), cfg_.trusted_keys.end());
   } else {
-    std::fprintf(stderr, "troupe::net: node '%s' runs WITHOUT encryption or authentication (security::plaintext)\n",
-                 cfg_.name.c_str());
+    log("runs WITHOUT encryption or authentication (security::plaintext)");
   }
   if (cfg_.heartbeat_interval.count() <= 0 || cfg_.heartbeat_timeout <= cfg_.heartbeat_interval)
     throw net_error("troupe::net: node_config needs 0 < heartbeat_interval < heartbeat_timeout");
@@ -74,7 +73,7 @@ void node_core::cancel_for_shutdown() noexcept {
       ext::unregister_shutdown_client(self->sys_, self.get());
     }}.detach();
   } catch (...) {
-    std::fprintf(stderr, "troupe::net: could not start a thread to close the node at shutdown\n");
+    log("could not start a thread to close the node at shutdown");
   }
 }
 

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <future>
@@ -318,6 +319,16 @@ class node_core final : public handle_context,
 
   actor_system& sys_;
   node_config cfg_;
+
+ public:
+  /// A log line (node_config::log, or stderr), prefixed with the node's name.
+  void log(const std::string& what) const {
+    const std::string line = "troupe::net: node '" + cfg_.name + "': " + what;
+    if (cfg_.log) cfg_.log(line);
+    else std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+ private:
   std::uint64_t inc_ = 0;
   std::unordered_set<std::string> trusted_;
   zmq::context_t ctx_{1};

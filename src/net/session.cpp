@@ -229,8 +229,7 @@ void node_core::lose(connection& c, const std::string& why, bool report) {
   if (c.ready) {
     st_.peers_lost.fetch_add(1, std::memory_order_relaxed);
     dead_incs_.insert(c.peer_inc);
-    if (report && !stopping_.load())
-      std::fprintf(stderr, "troupe::net: node '%s': %s\n", cfg_.name.c_str(), what.c_str());
+    if (report && !stopping_.load()) log("lost " + c.describe() + ": " + why);
   }
   for (auto& [key, requester] : c.requests)
     ext::respond(requester, key.second, error{net_errc::remote_unreachable, what});

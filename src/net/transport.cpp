@@ -147,7 +147,7 @@ void node_core::run() {
     try {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds{timeout});
     } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) std::fprintf(stderr, "troupe::net: poll: %s\n", e.what());
+      if (e.num() != EINTR) log(std::string{"poll: "} + e.what());
     }
     sleeping_.store(false);
     if (items[0].revents & ZMQ_POLLIN) {
@@ -336,8 +336,7 @@ void node_core::handle_zap() {
     send("", true);
     send("", false);
   } catch (const zmq::error_t& e) {
-    std::fprintf(stderr, "troupe::net: node '%s': answering an authentication request failed: %s\n", cfg_.name.c_str(),
-                 e.what());
+    log(std::string{"answering an authentication request failed: "} + e.what());
   }
 }
 

@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -80,6 +81,11 @@ struct node_config {
   /// (an error naming its size), so give both nodes the same value.
   std::int64_t max_frame_bytes = 64LL * 1024 * 1024;
   std::string name = "troupe";  ///< for log lines
+  /// Where the node's log lines go (a lost peer, plaintext mode, a failed
+  /// poll or authentication answer), one line at a time without its
+  /// newline, from the node's threads: empty, to stderr; a function that
+  /// does nothing silences them.
+  std::function<void(const std::string&)> log{};
 };
 
 /// Where a node listens, and its public key (empty for plaintext).
