@@ -107,10 +107,14 @@ kernel_actor_base::~kernel_actor_base() = default;
 
 bool kernel_actor_base::park() noexcept {
   auto& l = *link_;
+  // Read before the flag is set: from then on a completion's callback may
+  // take the flag and resume this actor on another worker, whose finish()
+  // writes completed_ (ThreadSanitizer saw that race).
+  const std::uint64_t completed = completed_;
   l.parked.store(true, std::memory_order_seq_cst);
   // A completion posted since we last looked: run on (unless its callback
   // has already taken the parked flag, and so schedules us itself).
-  if (l.posted.load(std::memory_order_seq_cst) != completed_) return !l.parked.exchange(false);
+  if (l.posted.load(std::memory_order_seq_cst) != completed) return !l.parked.exchange(false);
   return true;
 }
 
