@@ -272,6 +272,12 @@ bool node_core::forward(connection& c, proxy& p, ext::mail m) {
   // A message that cannot go fails with `e`: a request answers its sender
   // here; a response goes on as `e`, so the requester on the other node
   // learns why at once instead of waiting out its timeout.
+  // Takes back the record opened at `at` (and its frame's header when it
+  // was the frame's first).
+  auto drop_record = [&c](std::size_t at) {
+    c.out.resize(at);
+    if (c.out.size() == wire::header_bytes) c.out.clear(), --c.seq_out;
+  };
   auto cannot_send = [&](error e) {
     st_.unsendable.fetch_add(1, std::memory_order_relaxed);
     if (m.is_response() && !m.holds<error>() && c.ready)
@@ -310,8 +316,7 @@ bool node_core::forward(connection& c, proxy& p, ext::mail m) {
                                            .hash = t->hash});
     t->encode(w, m);
   } catch (const std::exception& e) {
-    c.out.resize(at);
-    if (c.out.size() == wire::header_bytes) c.out.clear(), --c.seq_out;
+    drop_record(at);
     return cannot_send(error{errc::runtime_error, "troupe::net: cannot write " + t->name + ": " + e.what()});
   }
   end_record(c, at);
@@ -322,8 +327,7 @@ bool node_core::forward(connection& c, proxy& p, ext::mail m) {
   if (const auto limit = static_cast<std::size_t>(cfg_.max_frame_bytes); c.out.size() > limit) {
     const std::size_t bytes = c.out.size() - at;
     if (wire::header_bytes + bytes > limit) {
-      c.out.resize(at);
-      if (c.out.size() == wire::header_bytes) c.out.clear(), --c.seq_out;
+      drop_record(at);
       return cannot_send(error{errc::runtime_error, "troupe::net: a " + t->name + " message of " +
                                                         std::to_string(bytes) + " bytes is over max_frame_bytes (" +
                                                         std::to_string(limit) + "), the most a frame may carry"});

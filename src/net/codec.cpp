@@ -2,10 +2,7 @@
 // of the process reads the same ones).
 #include "troupe/net/codec.hpp"
 
-#include <cxxabi.h>
-
 #include <atomic>
-#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <shared_mutex>
@@ -68,10 +65,7 @@ void add_user_type_name(const void* key, const char* cpp_name, const std::string
 }
 
 std::string readable_type_name(const char* mangled) {
-  int status = 0;
-  char* s = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string out = status == 0 && s != nullptr ? s : mangled;
-  std::free(s);
+  std::string out = ext::demangle(mangled);
   constexpr std::string_view tuple = "std::tuple<";
   if (out.starts_with(tuple) && out.ends_with('>')) out = out.substr(tuple.size(), out.size() - tuple.size() - 1);
   return out;

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -34,7 +35,15 @@
 #include "troupe/actor/typed_actor.hpp"
 #include "troupe/detail/actor_cell.hpp"
 
+namespace troupe::detail {
+std::string demangle(const char* mangled);  // src/stream/graph.cpp
+}  // namespace troupe::detail
+
 namespace troupe::ext {
+
+/// A C++ type as the compiler writes it, from typeid(T).name() (the name as
+/// given when it cannot be demangled): for messages about types.
+inline std::string demangle(const char* mangled) { return detail::demangle(mangled); }
 
 /// The identity of the message type holding exactly these (decayed) values.
 template <class... Ts>
