@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 
 namespace bench {
 
@@ -117,6 +118,18 @@ inline bool has_checkpoint(const std::string& dir) {
   for (std::filesystem::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
     if (it->path().extension() == ".troupe") return true;
   return false;
+}
+
+/// Waits until `dir` holds a completed checkpoint (throws after
+/// `deadline`), then kills `p`; returns the time of the kill (now_ns).
+inline std::int64_t kill_after_checkpoint(process& p, const std::string& dir, restart_clock::time_point deadline) {
+  while (!has_checkpoint(dir)) {
+    if (restart_clock::now() > deadline) throw std::runtime_error("the first run completed no checkpoint");
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  const auto killed = now_ns();
+  p.kill_now();
+  return killed;
 }
 
 }  // namespace bench

@@ -79,12 +79,7 @@ bench::sample run_troupe(const char* backend) {
     troupe::actor_system sys{troupe::config{.workers = 2}};
     (void)troupe_apps::wc::run(sys, wc_flags(dir, backend));
   });
-  while (!bench::has_checkpoint(dir)) {
-    if (bench::restart_clock::now() > deadline) throw std::runtime_error("the first run completed no checkpoint");
-    std::this_thread::sleep_for(std::chrono::milliseconds{5});
-  }
-  const auto killed = bench::now_ns();
-  first.kill_now();
+  const auto killed = bench::kill_after_checkpoint(first, dir, deadline);
   const auto restored = troupe::stream::checkpoint_to_resume(dir, 0, 1).restored;
   if (restored == 0) throw std::runtime_error("no checkpoint to resume from after the kill");
 

@@ -147,12 +147,7 @@ bench::sample run_with(const bench::params& p, const std::shared_ptr<st::state_b
     auto g = spawn_job(sys, dir, mb, seen, backend);
     g.wait();
   });
-  while (!bench::has_checkpoint(dir)) {
-    if (clock_type::now() > deadline) throw std::runtime_error("the first run completed no checkpoint");
-    std::this_thread::sleep_for(std::chrono::milliseconds{5});
-  }
-  const auto killed = now_ns();
-  first.kill_now();
+  const auto killed = bench::kill_after_checkpoint(first, dir, deadline);
   const auto checkpoint_mb = checkpoint_mb_in(dir);
 
   // 2. The same job again.
