@@ -23,6 +23,7 @@ namespace ocl = troupe::opencl;
 // sanitizers: reports with a frame inside them are not about troupe (PoCL
 // keeps some compiler state until exit, and frees it only sometimes).
 // Everything else stays checked.
+// NOLINTBEGIN(bugprone-reserved-identifier,readability-identifier-naming): the sanitizers' hook names
 extern "C" const char* __lsan_default_suppressions() { return "leak:libpocl\nleak:libLLVM-15.so\n"; }
 extern "C" const char* __tsan_default_suppressions() {
   // libpocl and its device modules (libpocl-devices-pthread.so). No
@@ -34,6 +35,7 @@ extern "C" const char* __tsan_default_suppressions() {
   return "race:libpocl\nmutex:libpocl\ndeadlock:libpocl\n"
          "race:libLLVM-15.so\n";
 }
+// NOLINTEND(bugprone-reserved-identifier,readability-identifier-naming)
 
 namespace {
 
@@ -262,10 +264,92 @@ TEST_F(opencl_kernel, data_stays_on_the_device_between_kernel_actors) {
   EXPECT_EQ(got[3], 18.0f);
 }
 
+namespace {
+// scramble: v[i] goes through `rounds` steps of a random number generator
+// (slow on purpose); copy_u: out[i] = in[i].
+constexpr const char* ref_kernels = R"CL(
+__kernel void scramble(__global uint* v, uint rounds) {
+  size_t i = get_global_id(0);
+  uint x = v[i];
+  for (uint r = 0; r < rounds; ++r) x = x * 1664525u + 1013904223u;
+  v[i] = x;
+}
+__kernel void copy_u(__global const uint* in, __global uint* out) {
+  size_t i = get_global_id(0);
+  out[i] = in[i];
+}
+)CL";
+}  // namespace
+
+// A kernel writes into a mem_ref's buffer (in_out<T, ref>). A copy of that
+// mem_ref made before the write and sent to another kernel actor (another
+// queue) after the write was enqueued reads what the write leaves, not what
+// was there before. Both requests wait on a user event, so that they become
+// runnable together: a reader that waited only for the data's original
+// ready event would run while the slow writer is still at work.
+TEST_F(opencl_kernel, a_copy_of_a_mem_ref_waits_for_an_in_out_write) {
+  const auto p = ocl::program::build(dev, ref_kernels);
+  constexpr std::size_t n = 4;
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto writer =
+      ocl::spawn(sys, p, "scramble", ocl::nd_range{{n}}, ocl::in_out<cl_uint, ocl::ref>{}, ocl::scalar<cl_uint>{});
+  auto reader = ocl::spawn(sys, p, "copy_u", ocl::nd_range{{n}}, ocl::in<cl_uint, ocl::ref>{}, ocl::out<cl_uint>{});
+  troupe::scoped_actor self{sys};
+  const std::vector<cl_uint> start{1, 2, 3, 4};
+  {  // PoCL compiles each kernel at its first launch: not during the race below
+    auto warm = ocl::mem_ref<cl_uint>::upload(dev, start);
+    self->request(writer, 30s, warm, cl_uint{1})
+        .receive([](ocl::mem_ref<cl_uint>&) {}, [](error& e) { FAIL() << e.to_string(); });
+    self->request(reader, 30s, warm).receive([](std::vector<cl_uint>&) {}, [](error& e) { FAIL() << e.to_string(); });
+  }
+  cl_int made = CL_SUCCESS;
+  cl::UserEvent gate{dev.context(), &made};
+  ASSERT_EQ(made, CL_SUCCESS);
+  const auto up = ocl::mem_ref<cl_uint>::upload(dev, start);
+  const ocl::mem_ref<cl_uint> data{dev, up.buffer(), n, gate};
+  const auto old = data;  // NOLINT(performance-unnecessary-copy-initialization): a copy made before the write
+  self->send(writer, data, cl_uint{100'000'000});
+  // The writer has enqueued its kernel once the data's ready event is no
+  // longer the gate (the write is the data's last one now).
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (data.ready()() == gate() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  self->send(reader, old);
+  gate.setStatus(CL_COMPLETE);
+  std::vector<cl_uint> read, written;
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(self->receive_for(
+        60s, [&](ocl::mem_ref<cl_uint>& r) { written = r.to_host(); }, [&](std::vector<cl_uint>& v) { read = v; },
+        [](error& e) { FAIL() << e.to_string(); }));
+  ASSERT_EQ(written.size(), n);
+  EXPECT_NE(written, start);
+  EXPECT_EQ(read, written) << "the reader ran before the write had ended";
+}
+
+// out<T, ref> buffers go back to the actor's pool when the last copy of the
+// mem_ref made with them goes: requests one after the other, each dropping
+// its reply before the next, make no new device buffers.
+TEST_F(opencl_kernel, out_ref_buffers_return_to_the_pool) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  constexpr std::size_t n = 256;
+  auto square = ocl::spawn(sys, prog, "square", ocl::nd_range{{n}}, ocl::in<float>{}, ocl::out<float, ocl::ref>{});
+  troupe::scoped_actor self{sys};
+  auto one = [&] {
+    float first = -1;
+    self->request(square, 10s, iota_f(n, 2))
+        .receive([&](ocl::mem_ref<float>& r) { first = r.to_host()[0]; }, [](error& e) { FAIL() << e.to_string(); });
+    return first;
+  };
+  ASSERT_EQ(one(), 4.0f);  // the pool has its buffers now
+  const auto before = ocl::buffers_created();
+  constexpr int requests = 20;
+  for (int i = 0; i < requests; ++i) ASSERT_EQ(one(), 4.0f) << i;
+  EXPECT_LE(ocl::buffers_created() - before, 2U) << "device buffers made for " << requests << " requests";
+}
+
 TEST_F(opencl_kernel, bad_requests_are_answered_with_errors) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   troupe::scoped_actor self{sys};
-  auto expect_error = [&](auto handle, auto... xs) {
+  auto expect_error = [&](const auto& handle, const auto&... xs) {
     std::string what;
     self->request(handle, 10s, xs...)
         .receive([&](std::vector<float>&) { what = "a value"; },
@@ -339,12 +423,11 @@ TEST_F(opencl_kernel, requests_beyond_the_in_flight_bound_wait_in_the_mailbox) {
   }
   EXPECT_TRUE(refused) << "send_if never saw a backlog";
   int replies = 0;
-  while (replies < sent && self->receive_for(
-                               60s,
-                               [&](std::vector<int>& out) {
-                                 EXPECT_EQ(out.size(), 64U);
-                                 ++replies;
-                               })) {
+  for (bool got = true; got && replies < sent;) {
+    got = self->receive_for(60s, [&](std::vector<int>& out) {
+      EXPECT_EQ(out.size(), 64U);
+      ++replies;
+    });
   }
   EXPECT_EQ(replies, sent);
 }
@@ -404,6 +487,52 @@ TEST_F(opencl_kernel, shutdown_with_kernels_in_flight_neither_hangs_nor_leaks) {
     std::this_thread::sleep_for(20ms);
   }  // the system shuts down with kernels running and requests queued
   EXPECT_LE(answered.load(), 6);
+}
+
+// Requests still in a kernel actor's mailbox when the actor system shuts down
+// are answered with an error and never reach the device; only the requests
+// already enqueued (at most max_in_flight) are waited for. Every request
+// reads a mem_ref whose ready event is a user event, which the test completes
+// only once the queued requests have been answered: until then nothing the
+// actor enqueued can run, so a request that ran was enqueued before the
+// shutdown began.
+TEST_F(opencl_kernel, shutdown_answers_queued_requests_without_running_them) {
+  constexpr int sent = 20;
+  constexpr int in_flight = 2;
+  constexpr std::size_t n = 64;
+  cl_int made = CL_SUCCESS;
+  cl::UserEvent gate{dev.context(), &made};
+  ASSERT_EQ(made, CL_SUCCESS);
+  const auto data = ocl::mem_ref<float>::upload(dev, iota_f(n));
+  const ocl::mem_ref<float> gated{dev, data.buffer(), n, gate};
+  std::atomic<int> ran{0}, refused{0}, other{0};
+  std::thread opener;
+  {
+    troupe::actor_system sys{troupe::config{.workers = 2}};
+    auto sq = ocl::spawn(sys, ocl::kernel(prog, "square", ocl::nd_range{{n}}).max_in_flight(in_flight),
+                         ocl::in<float, ocl::ref>{}, ocl::out<float>{});
+    sys.spawn([sq, gated, &ran, &refused, &other](troupe::event_actor& self) {
+      for (int i = 0; i < sent; ++i)
+        self.request(sq, troupe::infinite, gated)
+            .then([&ran](std::vector<float>&) { ran++; },
+                  [&refused, &other](error& e) { (e == errc::system_shutdown ? refused : other)++; });
+      return troupe::behavior{};
+    });
+    // Opens the gate once the queued requests are answered (or after a
+    // deadline, so that the test ends either way).
+    opener = std::thread{[&refused, &gate] {
+      const auto deadline = std::chrono::steady_clock::now() + 20s;
+      while (refused.load() < sent - in_flight && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
+      gate.setStatus(CL_COMPLETE);
+    }};
+  }  // shutdown: in_flight requests on the device, the others in the mailbox
+  opener.join();
+  EXPECT_EQ(refused.load(), sent - in_flight);
+  EXPECT_LE(ran.load(), in_flight);
+  // The requests on the device are answered if their requester still runs
+  // when they complete (a value, or the error of an actor that ended).
+  EXPECT_LE(ran.load() + other.load(), in_flight);
 }
 
 namespace {

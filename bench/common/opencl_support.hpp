@@ -3,7 +3,8 @@
 // use, and the bare OpenCL objects of their `opencl_bare` baselines, made
 // with the Khronos C++ bindings alone (no troupe code), on the same device.
 // Only include this from translation units linked with troupe::opencl (it
-// brings the bindings' compile definitions: OpenCL 1.2, exceptions on).
+// brings the bindings' OpenCL 1.2 definitions) and compiled with
+// CL_HPP_ENABLE_EXCEPTIONS (the benchmarks' targets define it).
 #pragma once
 
 #include <stdexcept>

@@ -6,11 +6,18 @@
 // A device owns its OpenCL context; a program is built for one device. Both
 // are cheap to copy (shared handles) and safe to use from any thread.
 // A build failure throws opencl_error carrying the compiler's build log.
+// The bindings' error mode is the user's: the module's headers make their
+// OpenCL calls through the functions below (compiled into the library, each
+// checking the code the C API returns), so they work whether or not the
+// including code defines CL_HPP_ENABLE_EXCEPTIONS, and the module does not
+// define it for its users.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -79,14 +86,55 @@ struct transfer_counts {
   std::uint64_t bytes_to_host = 0;
 };
 transfer_counts transfers() noexcept;
+/// Device buffers this module has made since the process started (kernel
+/// actors' argument buffers, mem_ref::upload, device_map's batches): with
+/// buffers reused, it stops growing once an actor has warmed up.
+std::uint64_t buffers_created() noexcept;
+
+class device;
 
 namespace detail {
 struct device_state;
 /// Counts one copy (see transfers()).
 void count_transfer(bool to_device, std::size_t bytes) noexcept;
-/// A failed OpenCL call in words: "clEnqueueNDRangeKernel failed with
-/// CL_INVALID_WORK_GROUP_SIZE".
-std::string describe(const cl::Error& e);
+
+// The OpenCL calls of the module's headers, made in the library with the C
+// API. Each throws opencl_error (call_failed) naming the call and the error
+// ("clEnqueueNDRangeKernel failed with CL_INVALID_WORK_GROUP_SIZE").
+// `waits`: events the command waits for (empty ones are skipped).
+
+/// A new in-order queue of the device.
+cl::CommandQueue make_queue(const device& d);
+/// A new buffer of `bytes` (counted by buffers_created()).
+cl::Buffer make_buffer(const device& d, std::size_t bytes, cl_mem_flags flags = CL_MEM_READ_WRITE);
+/// clSetKernelArg: `size` bytes at `value`, or local memory of `size` bytes when `value` is null.
+void set_arg(const cl::Kernel& k, std::size_t index, std::size_t size, const void* value);
+void set_arg(const cl::Kernel& k, std::size_t index, const cl::Buffer& b);
+/// A copy from host memory into `b` (counted by transfers()); returns its event.
+cl::Event enqueue_write(const cl::CommandQueue& q, const cl::Buffer& b, std::size_t bytes, const void* src,
+                        std::span<const cl::Event> waits = {}, bool blocking = false);
+/// A copy from `b` into host memory (counted by transfers()); returns its event.
+cl::Event enqueue_read(const cl::CommandQueue& q, const cl::Buffer& b, std::size_t bytes, void* dst,
+                       std::span<const cl::Event> waits = {}, bool blocking = false);
+/// A launch of `k`: 1 to 3 dimensions; `offset` and `local` empty or of the global's dimensions.
+cl::Event enqueue_kernel(const cl::CommandQueue& q, const cl::Kernel& k, std::span<const std::size_t> offset,
+                         std::span<const std::size_t> global, std::span<const std::size_t> local,
+                         std::span<const cl::Event> waits = {});
+/// clSetEventCallback(CL_COMPLETE).
+void on_complete(const cl::Event& e, void(CL_CALLBACK* f)(cl_event, cl_int, void*), void* user);
+/// clFlush.
+void flush(const cl::CommandQueue& q);
+/// clFinish; a failure means the queue is broken, and nothing runs on it any more.
+void finish(const cl::CommandQueue& q) noexcept;
+/// CL_QUEUED .. CL_COMPLETE, or the negative error of a failed command.
+int event_status(const cl::Event& e);
+/// Blocks until the command of `e` has ended; opencl_error if it failed.
+void wait_for(const cl::Event& e);
+/// clGetKernelInfo(CL_KERNEL_NUM_ARGS).
+std::size_t argument_count(const cl::Kernel& k);
+/// Guards what the copies of mem_refs of this device know of the commands
+/// that use their buffers (kernel_actor.hpp).
+std::mutex& data_mutex(const device& d);
 }  // namespace detail
 
 /// A device with its context (and a queue for host transfers).

@@ -95,18 +95,18 @@ class device_map_node : public stream::node<In, Out> {
   device_map_node& operator=(const device_map_node&) = delete;
 
   void on_start() {
+    kernel_ = prog_.make_kernel(name_);
     try {
-      kernel_ = prog_.make_kernel(name_);
       opt_.local = std::min(opt_.local, prog_.dev().info().max_work_group_size);
-      queue_ = cl::CommandQueue{prog_.dev().context(), prog_.dev().id()};
+      queue_ = detail::make_queue(prog_.dev());
       slots_.resize(opt_.in_flight);
       for (auto& b : slots_) {
         b.mem = std::make_shared<host>();
         b.mem->in.reserve(opt_.size);
-        b.dev_in = cl::Buffer{prog_.dev().context(), CL_MEM_READ_ONLY, opt_.size * sizeof(In)};
-        b.dev_out = cl::Buffer{prog_.dev().context(), CL_MEM_WRITE_ONLY, opt_.size * sizeof(Out)};
+        b.dev_in = detail::make_buffer(prog_.dev(), opt_.size * sizeof(In), CL_MEM_READ_ONLY);
+        b.dev_out = detail::make_buffer(prog_.dev(), opt_.size * sizeof(Out), CL_MEM_WRITE_ONLY);
       }
-    } catch (const cl::Error& e) {
+    } catch (const opencl_error& e) {
       fail("setting up", e);
     }
   }
@@ -152,8 +152,8 @@ class device_map_node : public stream::node<In, Out> {
     bool busy = false;
   };
 
-  [[noreturn]] void fail(const char* what, const cl::Error& e) {
-    throw opencl_error{"device_map '" + name_ + "': " + what + ": " + troupe::opencl::detail::describe(e), e.err()};
+  [[noreturn]] void fail(const char* what, const opencl_error& e) {
+    throw opencl_error{"device_map '" + name_ + "': " + what + ": " + e.what(), e.code()};
   }
 
   std::uint64_t delay_ns() const noexcept { return static_cast<std::uint64_t>(opt_.max_delay.count()) * 1000; }
@@ -193,19 +193,20 @@ class device_map_node : public stream::node<In, Out> {
       std::size_t global = n;
       if (opt_.local != 0) global = (n + opt_.local - 1) / opt_.local * opt_.local;
       m.out.resize(n);
-      queue_.enqueueWriteBuffer(b.dev_in, CL_FALSE, 0, n * sizeof(In), m.in.data());
-      troupe::opencl::detail::count_transfer(true, n * sizeof(In));
-      kernel_.setArg(0, b.dev_in);
-      kernel_.setArg(1, b.dev_out);
-      kernel_.setArg(2, static_cast<cl_uint>(n));
-      queue_.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange{global},
-                                  opt_.local != 0 ? cl::NDRange{opt_.local} : cl::NullRange);
-      queue_.enqueueReadBuffer(b.dev_out, CL_FALSE, 0, n * sizeof(Out), m.out.data(), nullptr, &b.done);
-      troupe::opencl::detail::count_transfer(false, n * sizeof(Out));
-      b.done.setCallback(CL_COMPLETE, &detail::wake_stage, landing.get());
+      (void)detail::enqueue_write(queue_, b.dev_in, n * sizeof(In), m.in.data());
+      const auto count = static_cast<cl_uint>(n);
+      detail::set_arg(kernel_, 0, b.dev_in);
+      detail::set_arg(kernel_, 1, b.dev_out);
+      detail::set_arg(kernel_, 2, sizeof count, &count);
+      const std::size_t local = opt_.local;
+      (void)detail::enqueue_kernel(
+          queue_, kernel_, {}, {&global, 1},
+          local != 0 ? std::span<const std::size_t>{&local, 1} : std::span<const std::size_t>{});
+      b.done = detail::enqueue_read(queue_, b.dev_out, n * sizeof(Out), m.out.data());
+      detail::on_complete(b.done, &detail::wake_stage, landing.get());
       [[maybe_unused]] auto* by_callback = landing.release();  // the callback frees it
-      queue_.flush();
-    } catch (const cl::Error& e) {
+      detail::flush(queue_);
+    } catch (const opencl_error& e) {
       // What was enqueued of this batch finishes before its memory is
       // reused; the batch is lost with the error.
       settle();
@@ -234,8 +235,8 @@ class device_map_node : public stream::node<In, Out> {
   bool back(slot& b, bool strict) {
     cl_int status = CL_COMPLETE;
     try {
-      status = b.done.template getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
-    } catch (const cl::Error& e) {
+      status = detail::event_status(b.done);
+    } catch (const opencl_error& e) {
       if (strict) fail("waiting for a batch", e);
       return false;
     }
@@ -255,12 +256,7 @@ class device_map_node : public stream::node<In, Out> {
 
   // Waits for everything enqueued to finish (a worker's thread, never a
   // completion callback's).
-  void settle() noexcept {
-    try {
-      queue_.finish();
-    } catch (...) {  // NOLINT(bugprone-empty-catch): a failed command is done too
-    }
-  }
+  void settle() noexcept { detail::finish(queue_); }
 
   program prog_;
   std::string name_;

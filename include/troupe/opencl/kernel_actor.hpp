@@ -35,7 +35,13 @@
 // requests wait in the mailbox, where send_if and the soft limit see them.
 // Several actors may share a device (each has its own queue and kernel).
 // An actor that ends with requests in flight waits for its queue to finish
-// (bounded by the kernels' run time) and answers them with an error.
+// (bounded by the kernels' run time) and answers them with an error. When
+// the actor system shuts down, the actor gets the grace period of any
+// shutdown client (tuning::shutdown_drain_ms, 1 s); after it, the requests
+// it has not enqueued are answered with errc::system_shutdown instead of
+// being run, and only those on the device are waited for.
+// Buffers: each argument has a pool of device buffers; an out<T, ref>
+// buffer returns to it when the last copy of its mem_ref goes.
 #pragma once
 
 #include <array>
@@ -100,58 +106,91 @@ class size_rule {
   bool fixed_ = false;
 };
 
-/// Data on a device: a buffer of `size()` elements and the event after
-/// which its content is ready. Copies share the buffer. Sent to another
-/// kernel actor on the same device, the data never comes back to the host:
-/// the next kernel waits for the ready event on the device.
+namespace detail {
+/// What the copies of a mem_ref share (kernel_actor.cpp): the buffer, and
+/// the commands that use it. Its functions make the OpenCL calls of mem_ref
+/// in the library.
+class mem_state;
+std::shared_ptr<mem_state> wrap_buffer(device d, cl::Buffer buf, cl::Event ready);
+std::shared_ptr<mem_state> upload_bytes(const device& d, const void* data, std::size_t bytes);
+void read_bytes(mem_state& s, void* out, std::size_t bytes);
+const device& device_of(const mem_state* s) noexcept;
+const cl::Buffer& buffer_of(const mem_state* s) noexcept;
+cl::Event last_write(const mem_state& s);
+struct ref_access;
+}  // namespace detail
+
+/// Data on a device: a buffer of `size()` elements. Copies share the buffer
+/// and what is known of the commands that use it. Sent to another kernel
+/// actor on the same device, the data never comes back to the host: a
+/// kernel that reads it (in<T, ref>) waits on the device for the last
+/// command that wrote the buffer, through whichever copy it was written
+/// (in_out<T, ref>); a kernel that writes it also waits for the commands
+/// still reading it. Commands are ordered by when their actors enqueue them.
+/// The buffer is freed, or goes back to the pool of the kernel actor that
+/// made it (out<T, ref>), when the last copy goes; a buffer back in a pool
+/// is reused only after the commands that used it have ended.
 template <class T>
 class mem_ref {
  public:
   mem_ref() = default;
+  /// A buffer of the device holding `n` elements, ready after `ready`
+  /// (empty: ready now).
   mem_ref(device d, cl::Buffer buf, std::size_t n, cl::Event ready = {})
-      : dev_{std::move(d)}, buf_{std::move(buf)}, n_{n}, ready_{std::move(ready)} {}
+      : s_{detail::wrap_buffer(std::move(d), std::move(buf), std::move(ready))}, n_{n} {}
+  mem_ref(const mem_ref&) = default;
+  mem_ref& operator=(const mem_ref&) = default;
+  mem_ref(mem_ref&& o) noexcept : s_{std::move(o.s_)}, n_{std::exchange(o.n_, 0)} {}
+  mem_ref& operator=(mem_ref&& o) noexcept {
+    s_ = std::move(o.s_);
+    n_ = std::exchange(o.n_, 0);
+    return *this;
+  }
+  ~mem_ref() = default;
 
   std::size_t size() const noexcept { return n_; }
-  explicit operator bool() const noexcept { return buf_() != nullptr; }
-  const device& dev() const noexcept { return dev_; }
-  const cl::Buffer& buffer() const noexcept { return buf_; }
-  /// Empty when the data was ready when the reference was made.
-  const cl::Event& ready() const noexcept { return ready_; }
+  explicit operator bool() const noexcept { return s_ != nullptr && buffer()() != nullptr; }
+  const device& dev() const noexcept { return detail::device_of(s_.get()); }
+  const cl::Buffer& buffer() const noexcept { return detail::buffer_of(s_.get()); }
+  /// The event of the last command that wrote the data, as the copies know
+  /// it now; empty when the data was ready when the reference was made and
+  /// nothing has written it since.
+  cl::Event ready() const { return s_ ? detail::last_write(*s_) : cl::Event{}; }
 
   /// A copy on the host. Blocks the calling thread until the data is ready
   /// and read: for CPU actors that need the values, not for kernel chains.
   std::vector<T> to_host() const {
     std::vector<T> out(n_);
-    if (n_ == 0) return out;
-    std::vector<cl::Event> wait;
-    if (ready_()) wait.push_back(ready_);
-    try {
-      dev_.transfer_queue().enqueueReadBuffer(buf_, CL_TRUE, 0, n_ * sizeof(T), out.data(), &wait);
-      detail::count_transfer(false, n_ * sizeof(T));
-    } catch (const cl::Error& e) {
-      throw opencl_error{std::string{"mem_ref::to_host: "} + detail::describe(e), e.err()};
-    }
+    if (n_ != 0) detail::read_bytes(*s_, out.data(), n_ * sizeof(T));
     return out;
   }
   /// A new device buffer holding `data` (blocks until copied).
   static mem_ref upload(const device& d, const std::vector<T>& data) {
     if (data.empty()) throw opencl_error{"mem_ref::upload: empty data (OpenCL buffers cannot be empty)"};
-    try {
-      cl::Buffer b{d.context(), CL_MEM_READ_WRITE, data.size() * sizeof(T)};
-      d.transfer_queue().enqueueWriteBuffer(b, CL_TRUE, 0, data.size() * sizeof(T), data.data());
-      detail::count_transfer(true, data.size() * sizeof(T));
-      return mem_ref{d, std::move(b), data.size()};
-    } catch (const cl::Error& e) {
-      throw opencl_error{std::string{"mem_ref::upload: "} + detail::describe(e), e.err()};
-    }
+    return mem_ref{detail::upload_bytes(d, data.data(), data.size() * sizeof(T)), data.size()};
   }
 
  private:
-  device dev_;
-  cl::Buffer buf_;
+  friend struct detail::ref_access;
+  mem_ref(std::shared_ptr<detail::mem_state> s, std::size_t n) : s_{std::move(s)}, n_{n} {}
+
+  std::shared_ptr<detail::mem_state> s_;
   std::size_t n_ = 0;
-  cl::Event ready_;
 };
+
+namespace detail {
+/// The kernel actor's way into mem_ref.
+struct ref_access {
+  template <class T>
+  static const std::shared_ptr<mem_state>& state(const mem_ref<T>& r) noexcept {
+    return r.s_;
+  }
+  template <class T>
+  static mem_ref<T> make(std::shared_ptr<mem_state> s, std::size_t n) {
+    return mem_ref<T>{std::move(s), n};
+  }
+};
+}  // namespace detail
 
 /// Where an argument's data is in messages: a host vector or a mem_ref.
 struct vec {};
@@ -249,11 +288,15 @@ inline kernel_spec<> kernel(program p, std::string name, nd_range range) {
 
 namespace detail {
 
-/// Shared by a kernel actor and its completion callbacks, which may run
-/// after the actor has ended (then `target` is null and they do nothing).
+/// Shared by a kernel actor, its completion callbacks, which may run after
+/// the actor has ended (then `target` is null and they do nothing), and the
+/// actor system, whose shutdown it hears of (kernel_actor.cpp).
 struct kernel_link;
 /// Posts kernel_done to the linked actor, if it still runs (callback thread).
 void complete(kernel_link& l, std::uint64_t id, int status) noexcept;
+/// Each argument's free device buffers, shared by a kernel actor and the
+/// mem_refs it hands out (kernel_actor.cpp).
+class buffer_pool;
 
 /// What a kernel actor is made of, checked before it is spawned (throws
 /// opencl_error): the kernel object and the actor's own queue.
@@ -266,14 +309,16 @@ struct kernel_parts {
 kernel_parts make_parts(const program& p, const std::string& name, const nd_range& range, std::size_t tags,
                         std::size_t in_flight);
 
-/// The urgent message a completion posts to its actor.
+/// The urgent message a completion posts to its actor (id 0: the actor
+/// system is shutting down).
 struct kernel_done {
   std::uint64_t id;
   int status;  ///< CL_COMPLETE, or the negative error of a failed command
 };
 
 /// The untyped part of every kernel actor: queue, kernel object, the
-/// in-flight bound (its intake gate), completion callbacks, buffer reuse.
+/// in-flight bound (its intake gate), completion callbacks, buffer reuse,
+/// and every OpenCL call of a request (compiled into the library).
 class kernel_actor_base : public gated_actor {
  public:
   ~kernel_actor_base() override;
@@ -281,42 +326,82 @@ class kernel_actor_base : public gated_actor {
  protected:
   kernel_actor_base(kernel_parts parts, std::size_t tags);
 
-  /// Makes `last`'s completion post kernel_done{id} (one more in flight)
-  /// and submits the queue.
-  void watch(const cl::Event& last, std::uint64_t id);
+  /// The actor system is shutting down: requests are answered with
+  /// shutdown_error() instead of being enqueued.
+  bool stopping() const noexcept;
+  static troupe::error shutdown_error();
+
+  // One request, from begin() to end() (or abort() when it fails part way).
+  // Each call may throw opencl_error.
+
+  /// `refs`: the request passes mem_refs, whose bookkeeping stays locked
+  /// (for every actor of the device) until end() or abort().
+  void begin(bool refs);
+  /// A buffer of at least `bytes` for argument `arg`, from its pool when
+  /// one is free (the request then waits for the commands that still used
+  /// it), else new.
+  cl::Buffer take_buffer(std::size_t arg, std::size_t bytes);
+  /// Copies `bytes` from `src` (alive until the request ends) into `b`.
+  void write(const cl::Buffer& b, std::size_t bytes, const void* src);
+  void set_buffer(std::size_t arg, const cl::Buffer& b);
+  void set_local(std::size_t arg, std::size_t bytes);
+  void set_value(std::size_t arg, std::size_t size, const void* value);
+  /// A mem_ref argument: the kernel waits for the buffer's last write and,
+  /// if it writes the buffer, for the commands reading it.
+  void use_ref(std::size_t arg, mem_state& s, bool writes);
+  void run(const nd_range& r);
+  /// After run(): copies `bytes` of `b` into `dst` (alive until the request ends).
+  void read(const cl::Buffer& b, std::size_t bytes, void* dst);
+  /// After run(): the kernel read, or wrote, a mem_ref's buffer.
+  void read_ref(mem_state& s);
+  void wrote_ref(mem_state& s);
+  /// After run(): copies a mem_ref's buffer into `dst`, as a reader.
+  void read_ref_back(mem_state& s, std::size_t bytes, void* dst);
+  /// After run(): the data of a mem_ref for argument `arg`'s buffer, which
+  /// the kernel wrote; the buffer returns to the pool when the last copy goes.
+  std::shared_ptr<mem_state> hand_out(std::size_t arg, cl::Buffer b);
+  /// The request is enqueued: its completion will post kernel_done{id}
+  /// (one more in flight). Returns the id.
+  std::uint64_t end();
+  /// The request failed part way: unlocks, and waits for what it enqueued
+  /// to finish (its host memory may then be freed). Its buffers are freed,
+  /// not pooled: commands of other queues may still use them.
+  void abort() noexcept;
+
   /// A kernel_done message was handled.
   void heard_completion() noexcept { ++completed_; }
   /// A request left the device: one fewer in flight.
   void request_done() noexcept { --in_flight_; }
-  /// A buffer of at least `bytes` for argument `arg` (reused when one is free).
-  cl::Buffer take_buffer(std::size_t arg, std::size_t bytes);
-  void give_buffer(std::size_t arg, cl::Buffer b);
-  /// The actor's queue finished (blocking): before freeing host memory of
-  /// commands that an enqueue failure left behind.
-  void drain_queue() noexcept;
+  void give_buffer(std::size_t arg, cl::Buffer b) noexcept;
   void on_exit() noexcept override;
   /// Answers every request still in flight (on_exit).
   virtual void abandon_all() noexcept = 0;
 
   device dev_;
-  cl::Kernel kernel_;
-  cl::CommandQueue queue_;
-  std::uint64_t next_id_ = 0;
 
  private:
-  bool open() const noexcept override { return in_flight_ < max_in_flight_; }
+  bool open() const noexcept override { return in_flight_ < max_in_flight_ || stopping(); }
   bool park() noexcept override;
   friend void complete(kernel_link& l, std::uint64_t id, int status) noexcept;
 
+  cl::Kernel kernel_;
+  cl::CommandQueue queue_;
   std::shared_ptr<kernel_link> link_;
+  std::shared_ptr<buffer_pool> pool_;
   std::size_t in_flight_ = 0;
   std::size_t max_in_flight_;
   std::uint64_t completed_ = 0;
-  std::vector<std::vector<std::pair<cl::Buffer, std::size_t>>> pool_;  // per argument: free buffers
+  std::uint64_t next_id_ = 0;
+  // The request being enqueued.
+  std::vector<cl::Event> waits_;  // the kernel's wait list
+  std::vector<cl::Event> taken_;  // what the last buffer taken still waits for
+  cl::Event kernel_event_;
+  cl::Event last_;  // its last command
+  std::unique_lock<std::mutex> refs_;
+  bool enqueued_ = false;
 };
 
 /// The failure of an OpenCL call, as an error for a reply.
-troupe::error cl_failure(const char* what, const cl::Error& e);
 troupe::error kernel_error(opencl_errc code, const std::string& what);
 
 template <class R, class Inputs>
@@ -361,14 +446,19 @@ struct reply_of<no_hook, std::tuple<Os...>> {
   using type = std::tuple<Os...>;
 };
 
+template <class Tag>
+inline constexpr bool ref_input = std::is_same_v<typename Tag::input, mem_ref<typename Tag::value_type>>;
+template <class Tag>
+inline constexpr bool ref_output = std::is_same_v<typename Tag::output, mem_ref<typename Tag::value_type>>;
+
 /// Per argument of one request: its buffer and host data.
 template <class Tag>
 struct slot {
   using T = typename Tag::value_type;
-  std::vector<T> host;  // in (kept alive for the write), out / in_out (read target)
-  mem_ref<T> ref;       // device data in or out
-  cl::Buffer buf;       // the argument's buffer (pooled when not a mem_ref's)
-  std::size_t n = 0;    // elements
+  std::vector<T> host;              // in (kept alive for the write), out / in_out (read target)
+  std::shared_ptr<mem_state> data;  // a mem_ref's: the request's (in, in_out) or the reply's (out)
+  cl::Buffer buf;                   // the argument's buffer from the pool (not a mem_ref's)
+  std::size_t n = 0;                // elements
   bool pooled = false;
 };
 
@@ -380,6 +470,7 @@ class kernel_actor final : public kernel_actor_base {
                 "troupe::opencl::spawn: a kernel actor needs an out or in_out argument");
   static constexpr auto in_at = positions<false, Tags...>();
   static constexpr auto out_at = positions<true, Tags...>();
+  static constexpr bool passes_refs = (ref_input<Tags> || ...);
   using reply_type = typename reply_of<Post, outputs>::type;
 
  public:
@@ -417,6 +508,10 @@ class kernel_actor final : public kernel_actor_base {
 
   template <class Args, std::size_t... I>
   void launch(response_promise& rp, Args args, std::index_sequence<I...>) {
+    if (stopping()) {
+      rp.deliver(shutdown_error());
+      return;
+    }
     nd_range r = range_;
     if constexpr (!std::is_same_v<Pre, no_hook>) {
       // A preprocess that returns an error refuses the request with it.
@@ -445,41 +540,23 @@ class kernel_actor final : public kernel_actor_base {
         args);
     const launch_info info{r, std::span<const std::size_t>{sizes.data(), std::tuple_size_v<inputs>}};
     auto cmd = std::make_unique<command>();
-    std::vector<cl::Event> waits;
-    bool enqueued = false;
     try {
+      begin(passes_refs);
       std::string bad;
-      ((bad.empty() ? void(bad = prepare<I>(*cmd, args, info, waits, enqueued)) : void()), ...);
+      ((bad.empty() ? void(bad = prepare<I>(*cmd, args, info)) : void()), ...);
       if (!bad.empty()) {
-        if (enqueued) drain_queue();
+        abort();
         rp.deliver(kernel_error(opencl_errc::invalid_argument, bad));
         return;
       }
-      cl::Event done;
-      enqueued = true;
-      queue_.enqueueNDRangeKernel(kernel_, dims(r.offset), dims(r.global), dims(r.local), &waits, &done);
-      (collect<I>(*cmd, done), ...);
-      const auto id = ++next_id_;
-      watch(done, id);
-      cmd->id = id;
+      run(r);
+      (collect<I>(*cmd), ...);
+      cmd->id = end();
       cmd->promise = std::move(rp);
       commands_.push_back(std::move(cmd));
-    } catch (const cl::Error& e) {
-      if (enqueued) drain_queue();
-      rp.deliver(cl_failure("enqueueing the kernel", e));
-    }
-  }
-
-  static cl::NDRange dims(const std::vector<std::size_t>& v) {
-    switch (v.size()) {
-      case 1:
-        return cl::NDRange{v[0]};
-      case 2:
-        return cl::NDRange{v[0], v[1]};
-      case 3:
-        return cl::NDRange{v[0], v[1], v[2]};
-      default:
-        return cl::NullRange;
+    } catch (const opencl_error& e) {
+      abort();
+      rp.deliver(kernel_error(opencl_errc::call_failed, std::string{"enqueueing the kernel: "} + e.what()));
     }
   }
 
@@ -492,7 +569,7 @@ class kernel_actor final : public kernel_actor_base {
   /// Argument I before the launch: buffer, writes, kernel argument. Returns
   /// "" or what is wrong with the request.
   template <std::size_t I, class Args>
-  std::string prepare(command& c, Args& args, const launch_info& info, std::vector<cl::Event>& waits, bool& enqueued) {
+  std::string prepare(command& c, Args& args, const launch_info& info) {
     using Tag = std::tuple_element_t<I, std::tuple<Tags...>>;
     using T = typename Tag::value_type;
     auto& s = std::get<I>(c.slots);
@@ -500,60 +577,64 @@ class kernel_actor final : public kernel_actor_base {
     const std::string which = "argument " + std::to_string(I);
     constexpr auto kind = Tag::kind;
     if constexpr (kind == arg_kind::scalar) {
-      kernel_.setArg(I, std::get<in_at[I]>(args));
+      const T& v = std::get<in_at[I]>(args);
+      set_value(I, sizeof(T), &v);
     } else if constexpr (kind == arg_kind::local) {
       const auto n = tag.size(info);
       if (n == 0) return which + " (local): the size rule gave 0 elements";
-      kernel_.setArg(I, cl::Local(n * sizeof(T)));
+      set_local(I, n * sizeof(T));
     } else if constexpr (kind == arg_kind::scratch || kind == arg_kind::out) {
       const auto n = tag.size(info);
       if (n == 0) return which + ": the size rule gave 0 elements";
       s.buf = take_buffer(I, n * sizeof(T));
       s.pooled = true;
       s.n = n;
-      kernel_.setArg(I, s.buf);
+      set_buffer(I, s.buf);
     } else {  // in, in_out: from the request
       auto& x = std::get<in_at[I]>(args);
-      if constexpr (std::is_same_v<std::decay_t<decltype(x)>, mem_ref<T>>) {
+      if constexpr (ref_input<Tag>) {
         if (!x) return which + ": an empty mem_ref";
         if (!(x.dev() == dev_)) return which + ": a mem_ref of another device (" + x.dev().info().name + ")";
-        s.ref = x;
-        s.buf = x.buffer();
+        s.data = ref_access::state(x);
         s.n = x.size();
-        if (x.ready()()) waits.push_back(x.ready());
+        use_ref(I, *s.data, kind == arg_kind::in_out);
       } else {
         if (x.empty()) return which + ": an empty vector (OpenCL buffers cannot be empty)";
         s.host = std::move(x);
         s.n = s.host.size();
         s.buf = take_buffer(I, s.n * sizeof(T));
         s.pooled = true;
-        enqueued = true;
-        queue_.enqueueWriteBuffer(s.buf, CL_FALSE, 0, s.host.size() * sizeof(T), s.host.data());
-        count_transfer(true, s.host.size() * sizeof(T));
+        write(s.buf, s.n * sizeof(T), s.host.data());
+        set_buffer(I, s.buf);
       }
-      kernel_.setArg(I, s.buf);
     }
     return {};
   }
 
-  /// Argument I after the launch: reads back host outputs, makes mem_refs.
+  /// Argument I after the launch: reads back host outputs, makes mem_refs,
+  /// and notes what the kernel did to the mem_refs it was given.
   template <std::size_t I>
-  void collect(command& c, cl::Event& done) {
+  void collect(command& c) {
     using Tag = std::tuple_element_t<I, std::tuple<Tags...>>;
     using T = typename Tag::value_type;
-    if constexpr (!std::is_void_v<typename Tag::output>) {
-      auto& s = std::get<I>(c.slots);
-      const std::size_t n = s.n;
-      if constexpr (std::is_same_v<typename Tag::output, mem_ref<T>>) {
-        s.ref = mem_ref<T>{dev_, s.buf, n, done};
-        s.pooled = false;  // the reference owns it now
+    auto& s = std::get<I>(c.slots);
+    const std::size_t bytes = s.n * sizeof(T);
+    if constexpr (ref_input<Tag>) {
+      if constexpr (Tag::kind == arg_kind::in_out) {
+        wrote_ref(*s.data);
+        if constexpr (!ref_output<Tag>) {
+          s.host.resize(s.n);
+          read_ref_back(*s.data, bytes, s.host.data());
+        }
       } else {
-        s.host.resize(n);
-        cl::Event read;
-        queue_.enqueueReadBuffer(s.buf, CL_FALSE, 0, n * sizeof(T), s.host.data(), nullptr, &read);
-        count_transfer(false, n * sizeof(T));
-        done = read;  // in order: the last command of the request
+        read_ref(*s.data);
       }
+    } else if constexpr (ref_output<Tag>) {  // out<T, ref>, in_out<T, vec, ref>
+      s.data = hand_out(I, std::move(s.buf));
+      s.pooled = false;  // the mem_ref's copies have it now
+    } else if constexpr (!std::is_void_v<typename Tag::output>) {
+      s.host.resize(s.n);
+      read(s.buf, bytes, s.host.data());
     }
   }
 
@@ -566,14 +647,18 @@ class kernel_actor final : public kernel_actor_base {
   // specification does not promise that.)
   void finish(kernel_done d) {
     heard_completion();
+    if (d.id == 0) return;  // the system is shutting down: open() now lets every request in
+    bool found = false;
     for (auto& cmd : commands_) {
       if (cmd->id == d.id && !cmd->done) {
         cmd->done = true;
         cmd->status = d.status;
-        request_done();  // off the device: the gate may open
+        found = true;
         break;
       }
     }
+    request_done();  // off the device (or a launch that failed after end()): the gate may open
+    if (!found) return;
     while (!commands_.empty() && commands_.front()->done) {
       auto cmd = std::move(commands_.front());
       commands_.pop_front();
@@ -606,7 +691,8 @@ class kernel_actor final : public kernel_actor_base {
     using O = typename Tag::output;
     auto& s = std::get<I>(c.slots);
     if constexpr (std::is_void_v<O>) return std::tuple<>{};
-    else if constexpr (std::is_same_v<O, mem_ref<typename Tag::value_type>>) return std::tuple<O>{std::move(s.ref)};
+    else if constexpr (ref_output<Tag>)
+      return std::tuple<O>{ref_access::make<typename Tag::value_type>(std::move(s.data), s.n)};
     else return std::tuple<O>{std::move(s.host)};
   }
   template <std::size_t... I>
