@@ -15,6 +15,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -536,6 +539,108 @@ TEST(checkpoint, a_checkpoint_of_another_format_version_or_graph_is_refused_with
   } catch (const st::checkpoint_error& e) {
     EXPECT_NE(std::string{e.what()}.find("format version 99"), std::string::npos) << e.what();
   }
+}
+
+/// What the test and a holding source share: the source's waker, whether
+/// it may end, and the completions it heard while it held.
+struct hold_box {
+  std::mutex m;
+  st::wake_handle waker;
+  std::atomic<bool> let_go{false};
+  std::atomic<int> heard_while_holding{0};
+};
+
+/// Sends 10 numbers, then holds, as a source waiting for its input outside
+/// the graph would (a network connection), until the test lets it end.
+struct holding_numbers : st::replayable_source<std::int64_t> {
+  static constexpr bool waits = true;
+  std::shared_ptr<hold_box> box;
+  std::uint64_t next = 0;
+  bool holding = false;
+  explicit holding_numbers(std::shared_ptr<hold_box> b) : box{std::move(b)} {}
+  void on_start() {
+    std::lock_guard<std::mutex> g{box->m};
+    box->waker = waker();
+  }
+  bool produce() {
+    if (next < 10) {
+      send_next(static_cast<std::int64_t>(next++));
+      return true;
+    }
+    if (box->let_go) return false;
+    holding = true;
+    hold();
+    return true;
+  }
+  void on_wake() { holding = false; }
+  void on_checkpoint_complete(std::uint64_t) {
+    if (holding) ++box->heard_while_holding;
+  }
+  std::uint64_t position() const override { return next; }
+  void seek(const std::uint64_t& p) override { next = p; }
+};
+
+TEST(checkpoint, a_source_that_holds_still_takes_checkpoints_and_hears_them_complete) {
+  // A source that waits for input outside the graph holds; checkpoints must
+  // go on meanwhile (its barrier sent, their completion heard), or a quiet
+  // input would stop every checkpoint of the graph.
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  const auto dir = fresh_dir("holding_source");
+  auto box = std::make_shared<hold_box>();
+  std::atomic<int> seen{0};
+  auto g = spawn_pattern(sys, troupe::pipeline{holding_numbers{box}, st::sink([&](std::int64_t) { ++seen; })},
+                         {.checkpoint = {.dir = dir, .interval = 5ms}});
+  for (int i = 0; i < 2000 && box->heard_while_holding < 3; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_GE(box->heard_while_holding.load(), 3) << "no checkpoint completed while the source held";
+  box->let_go = true;
+  {
+    std::lock_guard<std::mutex> guard{box->m};
+    box->waker.wake();
+  }
+  g.wait();
+  EXPECT_EQ(seen.load(), 10);
+}
+
+/// A sink that commits only when a checkpoint completes: what it holds at
+/// its end must be committed by the graph's last checkpoint.
+struct committing_sink : st::node<std::int64_t, void> {
+  std::shared_ptr<std::vector<std::int64_t>> committed;
+  std::vector<std::int64_t> held;
+  std::vector<std::pair<std::uint64_t, std::vector<std::int64_t>>> closed;  // per checkpoint
+  bool stopped = false;
+  std::shared_ptr<std::atomic<int>> heard_after_stop;
+  void consume(std::int64_t& x) { held.push_back(x); }
+  void on_stop() { stopped = true; }
+  void snapshot(st::state_writer& out) {
+    closed.emplace_back(out.checkpoint(), std::move(held));
+    held.clear();
+    out.write(closed);
+  }
+  void restore(st::state_reader& in) { in.read(closed); }
+  void on_checkpoint_complete(std::uint64_t id) {
+    if (stopped) ++*heard_after_stop;
+    std::erase_if(closed, [&](auto& c) {
+      if (c.first > id && c.first != 0) return false;
+      committed->insert(committed->end(), c.second.begin(), c.second.end());
+      return true;
+    });
+  }
+};
+
+TEST(checkpoint, a_graph_that_ends_takes_a_last_checkpoint_that_its_listeners_hear_after_on_stop) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto dir = fresh_dir("last_checkpoint");
+  committing_sink s;
+  s.committed = std::make_shared<std::vector<std::int64_t>>();
+  s.heard_after_stop = std::make_shared<std::atomic<int>>(0);
+  auto g = spawn_pattern(sys, troupe::pipeline{paced_numbers{0, 2000, 100}, s},
+                         {.checkpoint = {.dir = dir, .interval = 5ms}});
+  g.wait();
+  EXPECT_EQ(s.heard_after_stop->load(), 1);
+  std::vector<std::int64_t> all(2000);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(*s.committed, all) << "the end of the stream was not committed";
+  EXPECT_TRUE(checkpoint_files(dir).empty()) << "a job that ended leaves no checkpoint";
 }
 
 TEST(checkpoint, graphs_that_cannot_take_checkpoints_are_refused_at_spawn) {

@@ -4,18 +4,36 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <future>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "local_peers.hpp"
 #include "troupe/metrics.hpp"
 #include "troupe/troupe.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+// Debian's libcpp-httplib is not built with ThreadSanitizer: the function
+// statics it fills on its first request (under a guard whose fast path TSan
+// does not see) and that another connection's thread then reads look like
+// a race. TSan ignores what the library itself copies and compares; races in
+// troupe's code, handlers included, are still reported.
+extern "C" const char* __tsan_default_suppressions() { return "called_from_lib:libcpp-httplib.so\n"; }
+#endif
 
 namespace st = troupe::stream;
 namespace tmx = troupe::metrics;
@@ -58,6 +76,77 @@ bool eventually(Pred p) {
     std::this_thread::sleep_for(1ms);
   }
   return false;
+}
+
+/// Per stage, the items in and out of its replicas together.
+struct stage_sums {
+  std::uint64_t in = 0, out = 0;
+};
+std::map<std::size_t, stage_sums> by_stage(const st::graph_metrics& m) {
+  std::map<std::size_t, stage_sums> out;
+  for (auto& n : m.nodes) {
+    out[n.stage].in += n.items_in;
+    out[n.stage].out += n.items_out;
+  }
+  return out;
+}
+/// The same from the Prometheus text: label stage="k".
+std::map<std::size_t, stage_sums> by_stage(const std::string& text) {
+  std::map<std::size_t, stage_sums> out;
+  for (auto& [key, value] : samples(text)) {
+    const bool in = key.starts_with("troupe_stream_items_in_total{");
+    if (!in && !key.starts_with("troupe_stream_items_out_total{")) continue;
+    const auto at = key.find("stage=\"") + 7;
+    const auto stage = static_cast<std::size_t>(std::stoul(key.substr(at, key.find('"', at) - at)));
+    (in ? out[stage].in : out[stage].out) += static_cast<std::uint64_t>(value);
+  }
+  return out;
+}
+/// "" when every stage took at most what the stage before it emitted.
+std::string cut_error(const std::map<std::size_t, stage_sums>& stages) {
+  for (auto it = stages.begin(); it != stages.end(); ++it) {
+    auto next = std::next(it);
+    if (next == stages.end()) break;
+    if (next->second.in > it->second.out)
+      return "stage " + std::to_string(next->first) + " took " + std::to_string(next->second.in) + ", stage " +
+             std::to_string(it->first) + " emitted " + std::to_string(it->second.out);
+  }
+  return {};
+}
+
+/// A little work per element (about a microsecond), so that a producer's
+/// batch lasts while its consumer drains what it publishes.
+void work() {
+  const auto until = std::chrono::steady_clock::now() + 1us;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+/// A TCP connection to the exporter that sends `first` (maybe nothing, or
+/// the start of a request) and then nothing more; -1 if it cannot connect.
+int idle_connection(std::uint16_t port, const std::string& first = {}) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      (!first.empty() && ::send(fd, first.data(), first.size(), MSG_NOSIGNAL) < 0)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// GET path with a 10 s limit to connect and to read: the status, or -1
+/// when no answer came.
+int status_of_get(const tmx::exporter& ex, const std::string& path) {
+  httplib::Client c{"127.0.0.1", ex.port()};
+  c.set_connection_timeout(10, 0);
+  c.set_read_timeout(10, 0);
+  auto r = c.Get(path);
+  return r ? r->status : -1;
 }
 
 }  // namespace
@@ -311,4 +400,199 @@ TEST(metrics, a_split_graph_shows_the_part_of_its_rank) {
   const auto text = get(ex, "/metrics");
   EXPECT_NE(text.find("node=\"map\",replica=\"1\",rank=\"1\""), std::string::npos) << text;
   EXPECT_NE(get(ex, "/").find("s part"), std::string::npos);  // the dashboard's badge
+}
+
+// Within one scrape, no stage has taken more than the stage before it
+// emitted (the sums over replicas): a scrape is a consistent cut, even
+// though each replica publishes its counts once per batch. A slow source and
+// fast stages after it: the consumers take the source's pushes in small
+// groups while its batch goes on.
+TEST(metrics, every_scrape_is_a_consistent_cut_of_items_in_and_out) {
+  for (const auto& where : {troupe::placement::pool(), troupe::placement::own_thread()}) {
+    troupe::actor_system sys{troupe::config{.workers = 3}};
+    tmx::exporter ex{sys};
+    std::atomic<bool> stop{false};
+    auto g = troupe::spawn_pattern(
+        sys,
+        troupe::pipeline{st::source([&stop, i = std::int64_t{0}]() mutable -> std::optional<std::int64_t> {
+                           if (stop.load(std::memory_order_relaxed)) return std::nullopt;
+                           work();
+                           return i++;
+                         }),
+                         st::map([](std::int64_t x) { return x + 1; }),
+                         troupe::farm{st::map([](std::int64_t x) { return x * 2; }), 2},
+                         st::filter([](const std::int64_t& x) { return x % 3 != 0; }), st::sink([](std::int64_t) {})},
+        st::options{.placement = where});
+    ex.watch("cut", g);
+    int moving = 0;
+    for (int i = 0; i < 200; ++i) {
+      const bool text = i % 2 == 1;
+      const auto stages = text ? by_stage(ex.prometheus_text()) : by_stage(g.metrics());
+      ASSERT_EQ(stages.size(), 5u);
+      const auto error = cut_error(stages);
+      ASSERT_EQ(error, "") << (text ? "/metrics" : "graph.metrics()") << ", scrape " << i;
+      if (stages.at(4).in != 0) ++moving;
+      std::this_thread::sleep_for(1ms);
+    }
+    stop = true;
+    g.wait();
+    EXPECT_GT(moving, 0);
+    const auto end = by_stage(g.metrics());
+    EXPECT_EQ(end.at(1).in, end.at(0).out);
+    EXPECT_EQ(end.at(4).in, end.at(3).out);
+  }
+}
+
+// An ordered farm's replicas leave a placeholder for each input they drop
+// (so that the reorder stage does not wait for it); no stage counts it.
+TEST(metrics, an_ordered_farm_counts_no_placeholders) {
+  troupe::actor_system sys{troupe::config{.workers = 3}};
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{st::source([i = std::int64_t{0}]() mutable -> std::optional<std::int64_t> {
+                              if (i == 20'000) return std::nullopt;
+                              return i++;
+                            }),
+                            troupe::farm{st::filter([](const std::int64_t& x) { return x % 4 != 3; }), 3,
+                                         troupe::round_robin{}, troupe::ordered},
+                            st::map([](std::int64_t x) { return x + 1; }), st::sink([](std::int64_t) {})});
+  for (int i = 0; i < 50 && !g.done(); ++i) {
+    ASSERT_EQ(cut_error(by_stage(g.metrics())), "") << "scrape " << i;
+    std::this_thread::sleep_for(100us);
+  }
+  g.wait();
+  const auto m = g.metrics();
+  const auto stages = by_stage(m);
+  ASSERT_EQ(stages.size(), 6u) << m.to_json();  // source, sequencer, replicas, reorder, map, sink
+  EXPECT_EQ(stages.at(2).in, 20'000u);
+  EXPECT_EQ(stages.at(2).out, 15'000u);
+  EXPECT_EQ(stages.at(3).in, 15'000u) << m.to_json();
+  EXPECT_EQ(stages.at(3).out, 15'000u);
+  EXPECT_EQ(stages.at(5).in, 15'000u);
+}
+
+// Idle clients (connected, sending nothing) and slow ones (the start of a
+// request, then nothing) must not hold the server: a scrape still answers.
+// 10 s bounds what normally takes milliseconds.
+TEST(metrics, idle_and_slow_connections_do_not_keep_scrapes_waiting) {
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  tmx::exporter ex{sys};
+  std::vector<int> fds;
+  fds.reserve(216);
+  for (int i = 0; i < 8; ++i) fds.push_back(idle_connection(ex.port()));
+  EXPECT_EQ(status_of_get(ex, "/metrics"), 200) << "8 idle connections";
+  for (int i = 0; i < 200; ++i) fds.push_back(idle_connection(ex.port()));
+  for (int i = 0; i < 8; ++i) fds.push_back(idle_connection(ex.port(), "GET /metr"));
+  EXPECT_EQ(status_of_get(ex, "/metrics"), 200) << "216 idle or slow connections";
+  EXPECT_EQ(status_of_get(ex, "/api/graphs"), 200);
+  for (int fd : fds) {
+    EXPECT_GE(fd, 0);
+    if (fd >= 0) ::close(fd);
+  }
+  EXPECT_EQ(status_of_get(ex, "/metrics"), 200);
+}
+
+TEST(metrics, only_get_and_head_are_served) {
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  tmx::exporter ex{sys};
+  httplib::Client c{"127.0.0.1", ex.port()};
+  c.set_read_timeout(10, 0);
+  const std::vector<std::pair<std::string, httplib::Result>> answers = [&] {
+    std::vector<std::pair<std::string, httplib::Result>> v;
+    v.emplace_back("POST", c.Post("/metrics", "x=1", "application/x-www-form-urlencoded"));
+    v.emplace_back("PUT", c.Put("/metrics", "x", "text/plain"));
+    v.emplace_back("PATCH", c.Patch("/api/graphs", "x", "text/plain"));
+    v.emplace_back("DELETE", c.Delete("/"));
+    v.emplace_back("OPTIONS", c.Options("/metrics"));
+    return v;
+  }();
+  for (auto& [method, r] : answers) {
+    ASSERT_TRUE(r) << method << ": " << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 405) << method;
+    EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD") << method;
+  }
+  auto head = c.Head("/metrics");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_TRUE(head->body.empty());
+  EXPECT_EQ(status_of_get(ex, "/metrics"), 200);
+}
+
+// A request with a large body is refused (413) or its connection closed:
+// never read whole, never answered as if it were a scrape, never a hang.
+TEST(metrics, a_large_request_body_is_refused) {
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  tmx::exporter ex{sys};
+  const std::string big(1 << 20, 'x');
+  {
+    httplib::Client c{"127.0.0.1", ex.port()};
+    c.set_read_timeout(10, 0);
+    c.set_write_timeout(10, 0);
+    auto r = c.Post("/metrics", big, "text/plain");
+    if (r) {
+      EXPECT_EQ(r->status, 413);
+    }
+  }
+  // A GET with a body (as a raw request, which clients do not send).
+  const int fd = idle_connection(
+      ex.port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(big.size()) + "\r\n\r\n");
+  ASSERT_GE(fd, 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  (void)::send(fd, big.data(), big.size(), MSG_NOSIGNAL);  // may fail: the server may have closed
+  char buf[256] = {};
+  const auto n = ::recv(fd, buf, sizeof buf - 1, 0);
+  ::close(fd);
+  if (n > 0) {
+    EXPECT_EQ(std::string(buf, 12), "HTTP/1.1 413") << buf;
+  } else {
+    EXPECT_TRUE(n == 0 || errno == ECONNRESET) << "no answer within 10 s: " << std::strerror(errno);
+  }
+  EXPECT_EQ(status_of_get(ex, "/metrics"), 200);
+}
+
+// Stopping does not wait for idle or slow clients to go.
+TEST(metrics, the_exporter_stops_at_once_with_connections_open) {
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  auto ex = std::make_unique<tmx::exporter>(sys);
+  std::vector<int> fds;
+  fds.reserve(204);
+  for (int i = 0; i < 200; ++i) fds.push_back(idle_connection(ex->port()));
+  for (int i = 0; i < 4; ++i) fds.push_back(idle_connection(ex->port(), "GET / HTTP/1.1\r\nHost"));
+  EXPECT_EQ(status_of_get(*ex, "/metrics"), 200);
+  auto stopped = std::async(std::launch::async, [&ex] { ex.reset(); });
+  EXPECT_EQ(stopped.wait_for(10s), std::future_status::ready);
+  stopped.wait();
+  for (int fd : fds)
+    if (fd >= 0) ::close(fd);
+}
+
+// A broadcast farm: each replica takes every element, so each replica's
+// items in is at most what the stage before emitted; the stage after takes
+// at most what the replicas emitted together.
+TEST(metrics, a_broadcast_farm_is_a_consistent_cut_per_replica) {
+  troupe::actor_system sys{troupe::config{.workers = 3}};
+  std::atomic<bool> stop{false};
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{st::source([&stop, i = std::int64_t{0}]() mutable -> std::optional<std::int64_t> {
+                              if (stop.load(std::memory_order_relaxed)) return std::nullopt;
+                              work();
+                              return i++;
+                            }),
+                            troupe::farm{st::map([](std::int64_t x) { return x; }), 2, troupe::broadcast{}},
+                            st::sink([](std::int64_t) {})});
+  for (int i = 0; i < 200; ++i) {
+    const auto m = g.metrics();
+    ASSERT_EQ(m.nodes.size(), 4u);
+    for (std::size_t r : {1u, 2u})
+      ASSERT_LE(m.nodes[r].items_in, m.nodes[0].items_out) << "replica " << r - 1 << ", scrape " << i;
+    ASSERT_LE(m.nodes[3].items_in, m.nodes[1].items_out + m.nodes[2].items_out) << "scrape " << i;
+    std::this_thread::sleep_for(1ms);
+  }
+  stop = true;
+  g.wait();
+  const auto m = g.metrics();
+  EXPECT_EQ(m.nodes[1].items_in, m.nodes[0].items_out);
+  EXPECT_EQ(m.nodes[2].items_in, m.nodes[0].items_out);
+  EXPECT_EQ(m.nodes[3].items_in, 2 * m.nodes[0].items_out);
 }

@@ -625,6 +625,7 @@ void checkpointer::stop(bool clean) noexcept {
     if (first) cell_->end(error{});
   }
   if (!first || !clean) return;
+  if (!commit_at_end()) return;  // the files stay: a rerun finishes the commits
   // This rank's part of the job is done: its checkpoints go (a rerun starts
   // afresh: with one rank's files gone, no checkpoint is whole any more).
   try {
@@ -635,6 +636,37 @@ void checkpointer::stop(bool clean) noexcept {
   } catch (const stream::checkpoint_error&) {
     // A directory that cannot be listed any more: nothing sensible to do at the end.
   }
+}
+
+bool checkpointer::commit_at_end() noexcept {
+  // Nodes that commit with checkpoints (a sink publishing what each one
+  // holds) commit the end of the stream with a last checkpoint, taken when
+  // every node has ended: stored first, then heard. Killed before it is
+  // stored, a rerun resumes from the one before and nothing of the end was
+  // committed; after, a rerun resumes from it, every node ended, and the
+  // commits are heard again. (One process only: a split graph's ranks end
+  // each on their own, and commit at on_stop.)
+  if (ranks_ != 1) return true;
+  if (std::none_of(slots_.begin(), slots_.end(),
+                   [](const slot_state& s) { return s.runner != nullptr && s.runner->hears_checkpoints(); }))
+    return true;
+  std::uint64_t id = 0;
+  try {
+    std::string bytes;
+    {
+      std::lock_guard<std::mutex> lock{mtx_};
+      id = std::max({next_id_, requested_.load() + 1, completed_.load() + 1});
+      bytes = serialize(id);
+    }
+    write(id, bytes);
+  } catch (...) {
+    write_failed(id);
+    return false;
+  }
+  bool heard = true;
+  for (auto& s : slots_)
+    if (s.runner != nullptr && s.runner->hears_checkpoints()) heard = s.runner->hear_final_checkpoint(id) && heard;
+  return heard;
 }
 
 void checkpointer::mail_arrived() noexcept {

@@ -281,8 +281,8 @@ stream::node_metrics runner_base::metrics() const {
   m.rank = settings_.rank;
   m.stage = settings_.stage;
   m.dedicated = settings_.dedicated;
-  m.items_in = items_in_.load(std::memory_order_relaxed);
-  m.items_out = items_out_.load(std::memory_order_relaxed);
+  m.items_in = items_in();
+  m.items_out = emitted_.shown.load(std::memory_order_relaxed);
   m.failed = failed_.load(std::memory_order_relaxed);
   m.queued = queued();
   m.capacity = capacity();
@@ -411,12 +411,18 @@ void graph_state::runner_finished() noexcept {
 
 stream::graph_metrics graph_state::metrics() const {
   stream::graph_metrics m;
+  // A consistent cut (channel.hpp, C9): every runner's items in first, then
+  // the rest, so that no consumer shows more taken than its producers show
+  // emitted.
+  std::vector<std::uint64_t> in(runners.size());
+  for (std::size_t i = 0; i < runners.size(); ++i) in[i] = runners[i]->items_in();
   // Built back to front: list them front to back.
   // A stage's replicas are listed together, replica 0 first.
   std::size_t stage = 0;
   for (auto it = runners.rbegin(); it != runners.rend(); ++it) {
     m.nodes.push_back((*it)->metrics());
     auto& n = m.nodes.back();
+    n.items_in = in[static_cast<std::size_t>(runners.rend() - it) - 1];
     if (!staged) {
       if (n.replica == 0 && m.nodes.size() > 1) ++stage;
       n.stage = stage;

@@ -75,6 +75,19 @@
 //   C8 only the consumer touches `barrier_seen`, `aligning` and
 //      `barrier_in`; an aligning channel's elements are not input
 //      (has_input), its new barrier is until the consumer has loaded it.
+//
+// Metrics. A runner adds up what it takes and emits, and publishes the sums
+// (its items in and out) at the end of each batch; but its pushes become
+// visible in groups during the batch. So its outlet stores the runner's
+// items out, counting everything sent so far, before each ring publish
+// (the ring's release store then covers it), and the consumer stores its
+// items in (release) only after it has taken the elements they count. A
+// reader that loads every runner's items in (acquire) before any runner's
+// items out (graph_state::metrics) so never sees a consumer that took more
+// than its producers emitted. Markers (tagged.hpp) count on neither side.
+//   C9 a producer's items out, as stored, count every element it has made
+//      visible in its channels; a consumer's items in, as stored, count only
+//      elements it has taken.
 #pragma once
 
 #include <atomic>
@@ -128,6 +141,15 @@ struct runner_settings {
   std::size_t stage = 0;         // which stage, front to back (metrics)
 };
 
+/// What a runner has emitted (its items out), as metrics read it. Only the
+/// runner writes it: `total` up to its last publish, and `shown`, which its
+/// outlets also store (total + what they sent since) before they make pushes
+/// visible (C9).
+struct emitted_count {
+  std::atomic<std::uint64_t> shown{0};
+  std::uint64_t total = 0;
+};
+
 /// One node replica: what the scheduler (or its own thread) runs.
 class runner_base : public resumable {
  public:
@@ -169,6 +191,11 @@ class runner_base : public resumable {
   bool dedicated() const noexcept { return settings_.dedicated; }
   const std::string& name() const noexcept { return name_; }
   stream::node_metrics metrics() const;
+  /// Its items in (acquire): a reader loads every consumer's before any
+  /// producer's items out (C9).
+  std::uint64_t items_in() const noexcept { return items_in_.load(std::memory_order_acquire); }
+  /// Its items out, for its outlets to store before they publish (C9).
+  emitted_count& emitted() noexcept { return emitted_; }
   const runner_settings& settings() const noexcept { return settings_; }
   /// The builder numbers the stages once every runner is made.
   void set_stage(std::size_t s) noexcept { settings_.stage = s; }
@@ -187,7 +214,10 @@ class runner_base : public resumable {
   // ---- checkpoints (checkpointer.hpp); all before start
   /// The graph takes checkpoints: this runner aligns barriers and
   /// acknowledges them to `c`.
-  void set_checkpointer(checkpointer* c) noexcept { checkpoints_ = c; }
+  void set_checkpointer(checkpointer* c) noexcept {
+    checkpoints_ = c;
+    entered_checkpoints();
+  }
   /// The graph resumes from a checkpoint: the node's state then (its
   /// restore() reads it; throws checkpoint_error if it cannot), whether
   /// the runner had finished (it then ends at once: no on_start, no on_stop),
@@ -200,6 +230,10 @@ class runner_base : public resumable {
   virtual bool starts_checkpoints() const noexcept { return false; }
   /// Its node hears of completed checkpoints (on_checkpoint_complete).
   virtual bool hears_checkpoints() const noexcept { return false; }
+  /// The graph has ended cleanly and its final checkpoint `id` is stored:
+  /// a node that listens hears of it, after its on_stop (on the thread that
+  /// ends the graph). false: the node threw (the graph fails with it).
+  virtual bool hear_final_checkpoint(std::uint64_t /*id*/) noexcept { return true; }
   /// Its node declares state (snapshot, restore).
   virtual bool has_state() const noexcept { return false; }
   /// It takes part in checkpoints (the edges of a split graph only pass
@@ -212,6 +246,8 @@ class runner_base : public resumable {
   virtual bool fed_watermarks() const noexcept { return false; }
   /// event_time() has become true (before start).
   virtual void entered_event_time() noexcept {}
+  /// set_checkpointer() has been called (before start).
+  virtual void entered_checkpoints() noexcept {}
   /// Read-only look at the inputs (atomics only): anything to do?
   virtual bool has_input() const noexcept = 0;
   /// Clears `active`, fences and re-checks with `ready` (which may read
@@ -255,9 +291,12 @@ class runner_base : public resumable {
   actor_system& system() const noexcept;
   /// The last thing a runner does.
   void finished() noexcept;
+  /// Counts `in` elements taken (after taking them: release, C9) and `out`
+  /// emitted since the last call.
   void publish(std::uint64_t in, std::uint64_t out) noexcept {
-    items_in_.store(items_in_.load(std::memory_order_relaxed) + in, std::memory_order_relaxed);
-    items_out_.store(items_out_.load(std::memory_order_relaxed) + out, std::memory_order_relaxed);
+    items_in_.store(items_in_.load(std::memory_order_relaxed) + in, std::memory_order_release);
+    emitted_.total += out;
+    emitted_.shown.store(emitted_.total, std::memory_order_relaxed);
   }
   /// Blocked time (metrics): an output is full since now, unless already.
   void blocked_from_now() noexcept {
@@ -279,7 +318,7 @@ class runner_base : public resumable {
   alignas(cache_line) std::atomic<bool> active_{false};
   std::atomic<std::uint32_t> wakeups_{0};  // dedicated threads sleep on it (a futex word)
   alignas(cache_line) std::atomic<std::uint64_t> items_in_{0};
-  std::atomic<std::uint64_t> items_out_{0};
+  emitted_count emitted_;
   std::atomic<std::uint64_t> failed_{0};
   std::atomic<std::uint64_t> blocked_ns_{0};     // single writer: the runner
   std::atomic<std::uint64_t> blocked_since_{0};  // stream::now() when an output filled up; 0: not blocked

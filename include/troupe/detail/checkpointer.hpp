@@ -66,8 +66,9 @@ class checkpointer {
   /// nothing if the graph has ended meanwhile and stop() has run).
   void start();
   /// The graph has finished (every runner has): the thread ends; `clean`
-  /// (end of stream, no failure): the job is done and its checkpoints go.
-  /// Any thread, before or after start(); a second call does nothing.
+  /// (end of stream, no failure): the job is done: nodes that listen hear
+  /// of a last checkpoint (commit_at_end), and the checkpoints go. Any
+  /// thread, before or after start(); a second call does nothing.
   void stop(bool clean) noexcept;
 
   /// The id of the checkpoint the sources are asked to start (0: none yet).
@@ -135,6 +136,10 @@ class checkpointer {
   bool await(std::unique_lock<std::mutex>& lock, Pred pred,
              std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max());
   void handle_mail();
+  /// After a clean end, in one process: a last checkpoint (every node
+  /// ended) is stored and heard by the nodes that listen. false: it could
+  /// not be written or a node threw (the graph fails; the files stay).
+  bool commit_at_end() noexcept;
   /// Starts checkpoint `id` here (if newer): wakes the sources.
   void begin(std::uint64_t id);
   /// Checkpoint `id` is complete: listeners commit, old files go.

@@ -657,9 +657,10 @@ class edge_receiver final : public edge_receiver_base {
       if (n != 0) {
         moved = true;
         l.consumed += n;
-        out_ += n;
         queued_.store(queued_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
-        out.take_sent();
+        // Counted at once: the next lane's pushes store this runner's items
+        // out as counted so far plus their own (channel.hpp, C9).
+        publish(0, out.take_sent());
       }
       if (l.pos == items.size()) {
         l.pos = 0;

@@ -42,10 +42,11 @@ class emit_target {
   /// grew (pipeline3: 99.8 -> 118.8 instructions per tuple).
   [[gnu::always_inline]] void send(T&& v) {
     if (fast_ != nullptr) [[likely]] {
-      if (push(*fast_, std::move(v))) {
-        ++sent_;
-        return;
-      }
+      // Counted before the push, which may publish (C9).
+      const auto n = counted(v);
+      sent_ += n;
+      if (push(*fast_, std::move(v))) return;
+      sent_ -= n;
     }
     send_slow(v);  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
   }
@@ -65,6 +66,12 @@ class emit_target {
 
   /// Elements sent since the last call.
   std::uint64_t take_sent() noexcept { return std::exchange(sent_, 0); }
+  /// Before its pushes become visible, the outlet stores `c`'s items out
+  /// (c.total + what `by` has sent since its last take_sent; channel.hpp, C9).
+  void count_into(emitted_count* c, const emit_target* by) noexcept {
+    count_ = c;
+    counted_by_ = by;
+  }
 
  protected:
   emit_target() = default;
@@ -82,14 +89,27 @@ class emit_target {
   [[gnu::always_inline]] bool push(channel<T>& c, T&& v) {
     auto& r = c.ring;
     if (r.try_emplace_unpublished(std::move(v))) {
-      if (r.group_due()) publish(c);
+      if (r.group_due()) publish_pushes(c);
       return true;
     }
     publish(c);  // full: the consumer must see what it holds
     return false;
   }
-  static void publish(channel<T>& c) noexcept {
-    if (c.ring.publish() && !c.consumer->active()) c.consumer->wake();
+  void publish(channel<T>& c) noexcept {
+    if (c.ring.unpublished() != 0) publish_pushes(c);
+  }
+  /// Makes c's pushes (there are some) visible, after the items out that
+  /// count them (C9; the ring's release store covers both).
+  void publish_pushes(channel<T>& c) noexcept {
+    count_->shown.store(count_->total + counted_by_->sent_, std::memory_order_relaxed);
+    c.ring.publish_pending();
+    if (!c.consumer->active()) c.consumer->wake();
+  }
+  /// 1, or 0 for a marker: an ordered input that produced nothing counts on
+  /// neither side (channel.hpp, C9).
+  static std::uint64_t counted(const T& v) noexcept {
+    if constexpr (is_tagged<T>::value) return v.value.has_value() ? 1 : 0;
+    else return 1;
   }
   /// Routed, parked or full. A small value goes as a copy made here: v
   /// itself then needs no address, and the fast path no store of it to the
@@ -105,6 +125,9 @@ class emit_target {
 
   channel<T>* fast_ = nullptr;  ///< the one channel, while nothing is parked (else null)
   std::uint64_t sent_ = 0;
+  emitted_count* count_ = &uncounted_;    ///< the producing runner's items out
+  const emit_target* counted_by_ = this;  ///< whose sent_ they add (a fanout's parts: the fanout's)
+  emitted_count uncounted_;               ///< where an entry actor's outlet stores them (no one reads it)
 };
 
 /// A stage's input as seen by the stage before it: its replicas' ports and
@@ -157,6 +180,7 @@ class outlet final : public emit_target<E> {
   /// `self`: the producing runner (null for an entry actor).
   void attach(const downstream<E, Route>& d, std::size_t capacity, runner_base* self) {
     if (d.ports.empty()) throw std::logic_error("troupe stream: a stage has no downstream replica");
+    if (self != nullptr) this->count_into(&self->emitted(), this);
     for (auto* p : d.ports) {
       chans_.push_back(p->connect(capacity, self));
       // A runner publishes its pushes in groups (see push); an entry actor
@@ -170,7 +194,7 @@ class outlet final : public emit_target<E> {
   }
 
   void send_routed(E&& v) override {
-    ++this->sent_;
+    this->sent_ += this->counted(v);
     if (parked_) return park(parked_index(v), std::move(v));
     const std::size_t n = chans_.size();
     if constexpr (broadcasting<Route>) {
@@ -191,9 +215,11 @@ class outlet final : public emit_target<E> {
     if (parked_) return false;
     auto room = [&](std::size_t i) { return chans_[i]->ring.pushed_size() < limit; };
     auto push_v = [&](std::size_t i) {
-      if (!this->push(*chans_[i], std::move(v))) return false;
-      ++this->sent_;
-      return true;
+      const auto n = this->counted(v);
+      this->sent_ += n;  // before the push, which may publish (C9)
+      if (this->push(*chans_[i], std::move(v))) return true;
+      this->sent_ -= n;
+      return false;
     };
     if constexpr (broadcasting<Route>) {
       if (!would_take(v, limit)) return false;
@@ -209,7 +235,7 @@ class outlet final : public emit_target<E> {
   }
 
   void send_all(E&& v) override {
-    ++this->sent_;
+    this->sent_ += this->counted(v);
     const bool parked = parked_;
     for (std::size_t i = 0; i < chans_.size(); ++i) {
       E copy =
@@ -457,10 +483,13 @@ class fanout_outlet final : public emit_target<E> {
  public:
   void attach(const fanout<E, Parts...>& d, std::size_t capacity, runner_base* self) {
     attach_parts(d, capacity, self, std::index_sequence_for<Parts...>{});
+    // Each element goes to every branch once: the branches' pushes count
+    // what the fanout has sent.
+    if (self != nullptr) each([&](auto& p) { p.count_into(&self->emitted(), this); });
   }
 
   void send_routed(E&& v) override {
-    ++this->sent_;
+    this->sent_ += this->counted(v);
     each_but_last([&](auto& p) { p.send(E{v}); });
     std::get<sizeof...(Parts) - 1>(parts_).send(std::move(v));
   }
@@ -469,15 +498,18 @@ class fanout_outlet final : public emit_target<E> {
     bool all = true;
     each([&](auto& p) { all = all && p.would_take(v, limit); });
     if (!all) return false;
+    const auto n = this->counted(v);
+    this->sent_ += n;  // before the pushes, which may publish (C9)
     each_but_last([&](auto& p) {
       E copy{v};
       [[maybe_unused]] const bool sent = p.send_if(copy, limit);
     });
-    ++this->sent_;
-    return std::get<sizeof...(Parts) - 1>(parts_).send_if(v, limit);
+    if (std::get<sizeof...(Parts) - 1>(parts_).send_if(v, limit)) return true;
+    this->sent_ -= n;
+    return false;
   }
   void send_all(E&& v) override {
-    ++this->sent_;
+    this->sent_ += this->counted(v);
     each_but_last([&](auto& p) { p.send_all(E{v}); });
     std::get<sizeof...(Parts) - 1>(parts_).send_all(std::move(v));
   }

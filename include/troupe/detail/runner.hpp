@@ -76,6 +76,10 @@ struct node_access {
     n.ctx_.event_time = true;
   }
   template <class In, class Out>
+  static void set_checkpoints(stream::node<In, Out>& n) noexcept {
+    n.ctx_.checkpoints = true;
+  }
+  template <class In, class Out>
   static void set_watermark(stream::node<In, Out>& n, std::uint64_t w) noexcept {
     n.watermark_ = w;
   }
@@ -196,14 +200,12 @@ class tagger final : public emit_target<Out> {
     if (held_) {
       send_held(last_, std::move(*reply_));
     } else if (seq_ != no_seq && last_) {
-      ++markers_;
-      out_->send(tagged<Out>{std::nullopt, std::move(*reply_), seq_, true});
+      out_->send(tagged<Out>{std::nullopt, std::move(*reply_), seq_, true});  // not counted (channel.hpp, C9)
     }
     reply_ = nullptr;
     seq_ = no_seq;
     last_ = true;
   }
-  std::uint64_t take_markers() noexcept { return std::exchange(markers_, 0); }
   /// Before on_stop: what it emits goes after every ordered element.
   void stopping() noexcept { outside_ = at_end; }
 
@@ -249,11 +251,9 @@ class tagger final : public emit_target<Out> {
   std::uint64_t seq_ = no_seq;
   bool last_ = true;
   std::uint64_t outside_ = no_seq;  // the position of outputs outside consume
-  std::uint64_t markers_ = 0;
 };
 
 struct no_tagger {
-  std::uint64_t take_markers() noexcept { return 0; }
   void stopping() noexcept {}
 };
 
@@ -310,7 +310,7 @@ class runner_core : public runner_base, public input_side<InE> {
   // data, producers with room). Both checks follow a fence.
   void batch_done(std::uint64_t in) noexcept {
     self().batch_end_hook();
-    publish(in, sent());
+    publish(in - self().take_markers(), sent());
     out_.sweep();
     if constexpr (!std::is_void_v<InE>) {
       if (in != 0) {  // we made room: does a producer wait for it?
@@ -352,7 +352,7 @@ class runner_core : public runner_base, public input_side<InE> {
     if (!self().stop_hook()) return end(false);
     if (auto r = self().stop_held(in)) return *r;
     if (out_.blocked() && !out_.flush()) return blocked(in);
-    publish(in, 0);
+    publish(in - self().take_markers(), 0);
     return end(true);
   }
 
@@ -391,7 +391,7 @@ class runner_core : public runner_base, public input_side<InE> {
     return open == 0;
   }
 
-  std::uint64_t sent() noexcept { return out_.take_sent() - self().take_markers(); }
+  std::uint64_t sent() noexcept { return out_.take_sent(); }
 
   // ---- watermarks (event-time runners only; channel.hpp, C5 and C6)
 
@@ -651,6 +651,7 @@ class runner_core : public runner_base, public input_side<InE> {
   void close_keyed() noexcept {}
   std::optional<step_result> stop_held(std::uint64_t) noexcept { return std::nullopt; }
   void batch_end_hook() noexcept {}
+  /// Markers taken since the last call (not counted as items in; channel.hpp, C9).
   std::uint64_t take_markers() noexcept { return 0; }
   bool fed_watermarks() const noexcept override {
     if constexpr (std::is_void_v<InE>) return false;
@@ -738,10 +739,10 @@ class runner final
     if constexpr (holds)
       if (auto r = wake_step()) return *r;
     if (auto r = this->prologue()) return *r;
-    if constexpr (holds)
-      if (held()) return hold_park(0);  // in on_start
     if (this->checkpoints_ != nullptr) [[unlikely]]
       if (auto r = checkpoint_step()) return *r;
+    if constexpr (holds)
+      if (held()) return hold_park(0);  // in on_start, or still waiting after a checkpoint's turn
     if constexpr (is_source) return produce();
     else return drain();
   }
@@ -771,6 +772,7 @@ class runner final
   }
 
   void entered_event_time() noexcept override { node_access::set_event_time(node_); }
+  void entered_checkpoints() noexcept override { node_access::set_checkpoints(node_); }
 
   /// `state` as final_state wrote it: empty, or u8 flags (1: the node's
   /// own state follows, as u64 + bytes; 2: then its keyed states).
@@ -815,6 +817,10 @@ class runner final
   }
   bool starts_checkpoints() const noexcept override { return is_source; }
   bool hears_checkpoints() const noexcept override { return stream::checkpoint_listener<N>; }
+  bool hear_final_checkpoint(std::uint64_t id) noexcept override {
+    if constexpr (stream::checkpoint_listener<N>) return always([&] { node_.on_checkpoint_complete(id); });
+    else return true;
+  }
   bool has_state() const noexcept override { return stream::stateful<N>; }
   void bind_keyed(const stream::detail::keyed_env& env) override { keyed_.bind(env); }
 
@@ -883,14 +889,31 @@ class runner final
   /// Parks until the node's waker is woken (or the graph is cancelled).
   step_result hold_park(std::uint64_t in) noexcept {
     this->batch_done(in);
-    if (this->release_unless([this] { return waker_->fired() || this->cancelled(); })) return step_result::idle;
+    if (this->release_unless([this] { return waker_->fired() || this->cancelled() || checkpoint_due(); }))
+      return step_result::idle;
     return step_result::more;
   }
+  /// Work of a checkpoint for this node while it holds: a source's barrier
+  /// to send, a completion for a node that listens. (A node that holds
+  /// takes no input, so other nodes' barriers wait in its channels.)
+  bool checkpoint_due() const noexcept {
+    if (this->checkpoints_ == nullptr) return false;
+    if constexpr (stream::checkpoint_listener<N>)
+      if (this->checkpoints_->completed() > heard_.load(std::memory_order_relaxed)) return true;
+    if constexpr (is_source)
+      return this->checkpoints_->requested() > this->last_barrier_.load(std::memory_order_relaxed);
+    return false;
+  }
   /// First thing in a step of a node that holds: still waiting (park
-  /// again), or woken (on_wake, then on with the step unless it holds again).
+  /// again, unless a checkpoint needs it: then the step goes on to
+  /// checkpoint_step, still holding), or woken (on_wake, then on with the
+  /// step unless it holds again).
   std::optional<step_result> wake_step() noexcept {
     if (!held() || this->cancelled()) return std::nullopt;  // cancelled: the prologue ends it
-    if (!waker_->take_fired()) return hold_park(0);
+    if (!waker_->take_fired()) {
+      if (checkpoint_due()) return std::nullopt;
+      return hold_park(0);
+    }
     held() = false;
     if (!always([&] { node_.on_wake(); })) return this->end(false);
     if (held()) return hold_park(0);
@@ -902,7 +925,7 @@ class runner final
     if (holding()) return hold_park(in);
     return std::nullopt;
   }
-  std::uint64_t take_markers() noexcept { return tag_.take_markers(); }
+  std::uint64_t take_markers() noexcept { return std::exchange(markers_seen_, 0); }
 
   // ---- checkpoints (checkpointer.hpp)
 
@@ -1041,8 +1064,8 @@ class runner final
   bool take(E& v) noexcept {
     if constexpr (Tagged) {
       if (!v.value) {  // an ordered input that produced nothing upstream
+        ++markers_seen_;
         if constexpr (tags) {
-          ++markers_seen_;
           tag_.begin(v.reply, v.seq, v.last);
           tag_.end();
         }
@@ -1351,7 +1374,10 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
 
   bool forward(tagged<Out>& e) noexcept {
     if (e.seq < at_end && e.last) ++expected_;
-    if (!e.value) return true;  // a marker: its item produced nothing
+    if (!e.value) {  // a marker: its item produced nothing
+      ++markers_;
+      return true;
+    }
     try {
       if constexpr (Tagged) this->out_.send(tagged<Out>{std::move(e.value), std::move(e.reply), no_seq, true});
       else this->out_.send(std::move(*e.value));
@@ -1379,8 +1405,11 @@ class reorder_runner final : public runner_core<reorder_runner<Out, Tagged, Next
     return true;
   }
 
+  std::uint64_t take_markers() noexcept { return std::exchange(markers_, 0); }
+
   std::uint64_t expected_ = 0;
-  bool ending_ = false;  // every numbered element has gone
+  bool ending_ = false;        // every numbered element has gone
+  std::uint64_t markers_ = 0;  // taken since the last batch end
 };
 
 }  // namespace troupe::detail

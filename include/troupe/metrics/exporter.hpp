@@ -16,13 +16,18 @@
 // quantiles, elapsed time, running/done/cancelled).
 //
 // Cost: nothing on the hot paths. A scrape reads the counters the graph
-// keeps anyway (relaxed loads, published once per batch) and visits the
-// live actors for their mailbox lengths (each shard's lock, briefly); the
-// graph runs on. The server runs on its own small thread pool.
+// keeps anyway (published once per batch; one scrape is a consistent cut:
+// no stage shows more items in than the stages feeding it show out) and
+// visits the live actors for their mailbox lengths (each shard's lock,
+// briefly); the graph runs on. The server runs on threads of its own, one
+// per open connection (at most 16).
 //
 // Off by default: nothing listens unless an exporter is made. It binds to
 // 127.0.0.1 unless told otherwise; it has no authentication (put it behind
-// a proxy to expose it further).
+// a proxy to expose it further). GET and HEAD only (else 405); 16
+// connections at most, a new one displacing the one idle longest; 5 s per
+// read or write, 10 s per request, 5 s idle between requests; bodies up to
+// 4 KiB (docs/observability.md, "Limits").
 #pragma once
 
 #include <concepts>
@@ -65,7 +70,9 @@ class exporter {
   /// Starts serving; throws metrics_error naming the address and the reason
   /// when it cannot listen.
   explicit exporter(actor_system& sys, exporter_config cfg = {});
-  /// Stops serving (waits for requests being answered).
+  /// Stops serving: closes every open connection at once (an answer being
+  /// written is cut off) and returns once no request is being handled; it
+  /// does not wait for idle clients.
   ~exporter();
   exporter(const exporter&) = delete;
   exporter& operator=(const exporter&) = delete;

@@ -27,7 +27,10 @@
 // node has passed its barrier and the file is on disk; then sinks commit
 // what they pre-committed at the barrier. A runner that has ended keeps its
 // final state for later checkpoints (it resumes as ended). A graph that
-// ends normally removes its checkpoints: the job is done.
+// ends normally (in one process) takes a last checkpoint once every node
+// has ended, and its nodes with on_checkpoint_complete hear of it after
+// their on_stop: a sink that commits only with checkpoints commits the end
+// of the stream there. Then it removes its checkpoints: the job is done.
 //
 // Guarantees: the state of every node after recovery is that of the last
 // completed checkpoint (exactly once); a sink with two-phase commit

@@ -4,7 +4,11 @@
 //   m.latency.percentile(0.95)           // ns, source stamp to sink
 //   m.to_json()
 // Items in and out are published once per batch (the counters lag by at most
-// one batch while a node runs). Latency is recorded by sinks whose element
+// one batch while a node runs), and a node's items out also before each
+// group of its outputs becomes visible downstream: one metrics() call is a
+// consistent cut, in which no stage shows more items in than the stages
+// feeding it show out (sums over replicas; docs/observability.md says it
+// exactly). Latency is recorded by sinks whose element
 // type has a `stamp` member (nanoseconds of stream::now(), set by the
 // source); one element in `latency_sample` is measured (options).
 // Cost: per node, two private counters; per measured element one clock read

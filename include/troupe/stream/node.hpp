@@ -131,6 +131,7 @@ struct node_context {
   std::size_t replicas = 1;             ///< replicas of its stage
   bool event_time = false;              ///< watermarks reach its input (a stage before it generates them)
   detail::keyed_home* keyed = nullptr;  ///< its keyed states (keyed())
+  bool checkpoints = false;             ///< its graph takes checkpoints
 };
 
 /// Base of every stream operator. In = void: a source; Out = void: a sink.
@@ -183,6 +184,9 @@ class node : public emitter<Out> {
   /// Whether watermarks reach this node's input: a stage before it generates
   /// them (known from on_start on).
   bool event_time() const noexcept { return ctx_.event_time; }
+  /// Whether the graph takes checkpoints (stream/checkpoint.hpp): a sink
+  /// that commits with them knows whether to wait for one.
+  bool checkpointing() const noexcept { return ctx_.checkpoints; }
   /// The input watermark: the minimum over the input channels that have not
   /// ended of the watermark each carries (0: none yet).
   std::uint64_t watermark() const noexcept { return watermark_; }

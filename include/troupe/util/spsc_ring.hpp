@@ -98,6 +98,14 @@ class spsc_ring {
     tail_.store(next_, std::memory_order_release);
     return true;
   }
+  /// Producer. publish() when some values are known to be unpublished (a
+  /// group is due): without its test.
+  void publish_pending() noexcept {
+    TROUPE_ASSERT(published_ < next_, "publish_pending: nothing to publish");
+    published_ = next_;
+    publish_at_ = next_ + group_;
+    tail_.store(next_, std::memory_order_release);
+  }
   /// Producer. Values pushed and not yet published.
   std::size_t unpublished() const noexcept { return next_ - published_; }
   /// Producer. How many unpublished values make a group (group_due); 1, the
