@@ -21,7 +21,8 @@ OPTION_STRUCT = re.compile(r"^(?:template <[^>]*>\s*)?struct (config|options|\w+
 
 def data_members(text, name):
     """The data members of struct `name` in `text`, in declaration order."""
-    text = re.sub(r"//[^\n]*", "", text)
+    # Comments go, string literals stay (a default may hold "//": a URL).
+    text = re.sub(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*', lambda m: m.group(0) if m.group(0).startswith('"') else "", text)
     m = re.search(r"\bstruct " + re.escape(name) + r"\s*(:[^{;]*)?\{", text)
     if not m:
         return None

@@ -75,7 +75,7 @@ run_result collect(const std::string& app, const troupe::stream::graph_metrics& 
   r.malformed = malformed;
   r.parallelism = std::move(parallelism);
   for (auto& n : m.nodes) {
-    if (n.name == "source") r.source_tuples += n.items_out;
+    if (n.name == "source" || n.name == "nats_source") r.source_tuples += n.items_out;
     if (n.name == "sink") r.sink_tuples += n.items_in;
   }
   r.latency = m.latency;
@@ -230,7 +230,7 @@ progress_line::progress_line(std::string app, const troupe::stream::graph& g) : 
          next += std::chrono::seconds{1}) {
       std::uint64_t in = 0, out = 0;
       for (auto& n : graph_.metrics().nodes) {
-        if (n.name == "source") in += n.items_out;
+        if (n.name == "source" || n.name == "nats_source") in += n.items_out;
         if (n.name == "sink") out += n.items_in;
       }
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

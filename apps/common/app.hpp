@@ -25,6 +25,7 @@
 #include <troupe/troupe.hpp>
 
 #include "cli.hpp"
+#include "connectors.hpp"
 #include "split.hpp"
 
 #if TROUPE_APPS_ROCKSDB
@@ -155,7 +156,8 @@ class output_file {
 /// The base of an application's sink: its lines go to --output (one file
 /// shared by the replicas), or, with --checkpoint-dir, exactly once through a
 /// stream::file_sink of each replica's own (the first writes --output, the
-/// others --output.N).
+/// others --output.N), or to a NATS subject (--output nats://..., exactly
+/// once with --checkpoint-dir: connectors.hpp).
 template <class In>
 class app_sink : public troupe::stream::node<In, void> {
  public:
@@ -168,27 +170,50 @@ class app_sink : public troupe::stream::node<In, void> {
   /// flags' first-output hook.
   void bind(output_file& file, const cli& c) {
     out = &file;
-    if (!c.checkpoint_dir.empty()) exactly_once = c.output;
     on_first = c.on_first_output;
+    if (is_nats(c.output)) {
+#if TROUPE_APPS_NATS
+      nats_.emplace(nats_output(c), text_encoder{});
+      return;
+#else
+      throw usage_error("--output " + c.output + ": this build has no troupe::nats (libnats-dev)");
+#endif
+    }
+    if (!c.checkpoint_dir.empty()) exactly_once = c.output;
   }
 
   void on_start() {
+#if TROUPE_APPS_NATS
+    if (nats_) nats_->start(this->replica_index(), this->checkpointing());
+#endif
     if (exactly_once.empty()) return;
     ensure();
     tx_->on_start();
   }
   void on_stop() {
+#if TROUPE_APPS_NATS
+    if (nats_) nats_->stop();
+#endif
     if (tx_) tx_->on_stop();
   }
   void snapshot(troupe::stream::state_writer& w) {
+#if TROUPE_APPS_NATS
+    if (nats_) nats_->snapshot(w);
+#endif
     if (tx_) tx_->snapshot(w);
   }
   void restore(troupe::stream::state_reader& r) {
+#if TROUPE_APPS_NATS
+    if (nats_) nats_->restore(r);
+#endif
     if (exactly_once.empty()) return;
     ensure();
     tx_->restore(r);
   }
   void on_checkpoint_complete(std::uint64_t id) {
+#if TROUPE_APPS_NATS
+    if (nats_) nats_->complete(id);
+#endif
     if (tx_) tx_->on_checkpoint_complete(id);
   }
 
@@ -198,8 +223,16 @@ class app_sink : public troupe::stream::node<In, void> {
     if (on_first) [[unlikely]]
       std::exchange(on_first, nullptr)();
   }
-  bool writes() const noexcept { return tx_.has_value() || out->enabled(); }
+  bool writes() const noexcept {
+#if TROUPE_APPS_NATS
+    if (nats_) return true;
+#endif
+    return tx_.has_value() || out->enabled();
+  }
   void line(std::string s) {
+#if TROUPE_APPS_NATS
+    if (nats_) return nats_->write(s);
+#endif
     if (tx_) tx_->consume(s);
     else out->line(s);
   }
@@ -211,6 +244,9 @@ class app_sink : public troupe::stream::node<In, void> {
                                              : exactly_once + "." + std::to_string(this->replica_index()));
   }
   std::optional<troupe::stream::file_sink> tx_;
+#if TROUPE_APPS_NATS
+  std::optional<line_writer> nats_;
+#endif
 };
 
 /// The figures of a finished run.
@@ -351,7 +387,7 @@ inline finished_graph watch_to_end(const std::string& app, const cli& c, metrics
 /// twice. (A rank whose part has ended removes its checkpoints, so no later
 /// run resumes after them.)
 inline void start_output_afresh(const cli& c, std::size_t rank, std::size_t ranks) {
-  if (c.checkpoint_dir.empty() || c.output.empty()) return;
+  if (c.checkpoint_dir.empty() || c.output.empty() || is_nats(c.output)) return;
   if (troupe::stream::checkpoint_to_resume(c.checkpoint_dir, rank, ranks).restored != 0) return;
   std::ofstream f{c.output, std::ios::trunc};
   if (!f) throw std::runtime_error("cannot write the --output file '" + c.output + "'");

@@ -8,6 +8,7 @@
 // every message would change to CLI11's wording, and one header of ~10,000
 // lines would join the build for a loop of ~60 lines.
 #include "cli.hpp"
+#include "connectors.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -37,12 +38,16 @@ constexpr common_flag common_flags[] = {
      "run this long (a number > 0); with --passes, whichever ends first"},
     {"rate", "N", "0", "tuples per second per source replica (0: full speed)"},
     {"parallelism", "LIST", "1 per operator", "replicas per operator, comma-separated, in this order:"},
-    {"input", "PATH", "", "input file, loaded into memory first and replayed cyclically"},
+    {"input", "PATH", "",
+     "input file, loaded into memory first and replayed cyclically; troupe-wc and troupe-fd also read "
+     "nats://HOST:PORT/STREAM[/DURABLE] (NATS JetStream; with --passes, what it holds, then the end)"},
     {"max-line", "BYTES", "1048576", "longest input line accepted; a longer one ends the run with an error"},
     {"batch", "N", "512", "elements a node handles per activation"},
     {"json", "PATH", "none", "write the run summary as JSON (also after an interrupt)"},
     {"passes", "N", "none: until --duration", "replay the input N times (N >= 1), then end of stream"},
-    {"output", "PATH", "none", "write what reaches the sink, one tuple per line"},
+    {"output", "PATH", "none",
+     "write what reaches the sink, one tuple per line; or publish each to nats://HOST:PORT/SUBJECT (exactly once "
+     "with --checkpoint-dir)"},
     {"metrics-port", "PORT", "none",
      "serve live metrics while it runs: Prometheus text at /metrics and a dashboard at / on 127.0.0.1:PORT (0: any "
      "free port; the address is printed)"},
@@ -176,6 +181,7 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
       c.rate = parse_real(flag, value);
     } else if (name == "input") {
       if (value.empty()) throw usage_error("--input: expected a path, got ''");
+      if (is_nats(value)) (void)parse_nats_url(value, "input", true);
       c.input = value;
     } else if (name == "max-line") {
       c.max_line = static_cast<std::size_t>(parse_whole(flag, value, 1, no_limit));
@@ -186,6 +192,7 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
     } else if (name == "passes") {
       c.passes = parse_whole(flag, value, 1, no_limit);
     } else if (name == "output") {
+      if (is_nats(value)) (void)parse_nats_url(value, "output", false);
       c.output = value;
     } else if (name == "metrics-port") {
       c.metrics_port = static_cast<int>(parse_whole(flag, value, 0, 65535));

@@ -134,26 +134,33 @@ struct sink : app_sink<transaction> {
 
 outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   const auto m = model::load(c.extra.at("model"));
-  auto lines = c.input.empty() ? generate(800'000, 10'000, m) : read_lines(c.input, c.max_line);
-  std::uint64_t malformed = 0;
-  auto data =
-      load<transaction>(lines, [&m](const std::string& l, transaction& t) { return parse(l, m, t); }, malformed);
   name_for_network<transaction>("fd.transaction");
-  output_file out{c.checkpoint_dir.empty() ? c.output : std::string{}};
+  output_file out{output_file_path(c)};
   auto found = std::make_shared<outliers>();
   predictor pred;
   pred.m = &m;
   sink snk;
   snk.bind(out, c);
   if (keep) snk.found = found;
-  outcome r{run_graph(sys, "fd",
-                      troupe::pipeline{troupe::farm{replay_source<transaction>{data, c}, c.replicas(0)},
-                                       troupe::farm{pred, c.replicas(1), troupe::by_key{[](const transaction& t) {
-                                                      return std::string_view{t.customer, 3};
-                                                    }}},
-                                       troupe::farm{snk, c.replicas(2)}},
-                      c, operators.size(), malformed),
-            {}};
+  const auto graph = [&](auto source) {
+    return run_graph(sys, "fd",
+                     troupe::pipeline{troupe::farm{std::move(source), c.replicas(0)},
+                                      troupe::farm{pred, c.replicas(1), troupe::by_key{[](const transaction& t) {
+                                                     return std::string_view{t.customer, 3};
+                                                   }}},
+                                      troupe::farm{snk, c.replicas(2)}},
+                     c, operators.size(), 0);
+  };
+  std::uint64_t malformed = 0;  // lines of the input file skipped at load time
+  const auto file = [&] {
+    auto lines = c.input.empty() ? generate(800'000, 10'000, m) : read_lines(c.input, c.max_line);
+    auto data =
+        load<transaction>(lines, [&m](const std::string& l, transaction& t) { return parse(l, m, t); }, malformed);
+    return replay_source<transaction>{data, c};
+  };
+  const auto text = [&m](std::string_view data, transaction& t) { return parse(std::string{data}, m, t); };
+  outcome r{with_source<transaction>(c, "fd", text, file, graph), {}};
+  r.result.malformed += malformed;
   r.outliers = std::move(found->ids);
   return r;
 }

@@ -355,6 +355,8 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   if (c.replicas(8) != 1)
     throw usage_error("--parallelism: the sink joins the three branches and has one replica, got " +
                       std::to_string(c.replicas(8)));
+  if (is_nats(c.input))
+    throw usage_error("--input " + c.input + ": troupe-lr reads a file (troupe-wc and troupe-fd read NATS)");
   auto lines =
       std::make_shared<std::vector<std::string>>(c.input.empty() ? generate(c) : read_lines(c.input, c.max_line));
   auto in = load(*lines);
@@ -363,7 +365,7 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
                              " malformed lines)");
 
   outcome r;
-  output_file out{c.checkpoint_dir.empty() ? c.output : std::string{}};
+  output_file out{output_file_path(c)};
   using troupe::branches;
   using troupe::by_key;
   using troupe::farm;

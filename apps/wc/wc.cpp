@@ -55,37 +55,45 @@ struct sink : app_sink<count> {
 }  // namespace
 
 outcome run(troupe::actor_system& sys, const cli& c) {
-  std::uint64_t malformed = 0;  // every line is valid text
-  auto data = load<line>(
-      read_lines(c.input, c.max_line),
-      [](const std::string& l, line& out) {
-        out.text = l;
-        return true;
-      },
-      malformed);
   name_for_network<line>("wc.line");
   name_for_network<word>("wc.word");
   name_for_network<count>("wc.count");
   const bool checkpoints = !c.checkpoint_dir.empty();
-  output_file out{checkpoints ? std::string{} : c.output};
+  output_file out{output_file_path(c)};
   auto all = std::make_shared<totals>();
   counter count_proto;
   count_proto.all = all;
   sink sink_proto;
   sink_proto.bind(out, c);
-  outcome r{
-      run_graph(sys, "wc",
-                troupe::pipeline{
-                    troupe::farm{replay_source<line>{data, c}, c.replicas(0)}, troupe::farm{splitter{}, c.replicas(1)},
-                    troupe::farm{count_proto, c.replicas(2), troupe::by_key{[](const word& w) { return w.text; }}},
-                    troupe::farm{sink_proto, c.replicas(3)}},
-                c, operators.size(), malformed),
-      {}};
+  const auto graph = [&](auto source) {
+    return run_graph(
+        sys, "wc",
+        troupe::pipeline{troupe::farm{std::move(source), c.replicas(0)}, troupe::farm{splitter{}, c.replicas(1)},
+                         troupe::farm{count_proto, c.replicas(2), troupe::by_key{[](const word& w) { return w.text; }}},
+                         troupe::farm{sink_proto, c.replicas(3)}},
+        c, operators.size(), 0);
+  };
+  const auto file = [&] {
+    std::uint64_t malformed = 0;  // every line is valid text
+    auto data = load<line>(
+        read_lines(c.input, c.max_line),
+        [](const std::string& l, line& out) {
+          out.text = l;
+          return true;
+        },
+        malformed);
+    return replay_source<line>{data, c};
+  };
+  const auto text = [](std::string_view data, line& l) {
+    l.text = data;
+    return true;
+  };
+  outcome r{with_source<line>(c, "wc", text, file, graph), {}};
   r.final_counts = std::move(all->counts);
   if (out.enabled()) {
     out.line("# final counts");
     for (auto& [w, n] : r.final_counts) out.line(w + ' ' + std::to_string(n));
-  } else if (checkpoints && !c.output.empty() && !r.result.interrupted) {
+  } else if (checkpoints && !c.output.empty() && !is_nats(c.output) && !r.result.interrupted) {
     // After the graph's end (its checkpoints are gone: a crash from here on
     // reruns the whole job, and the sink starts the file afresh).
     std::ofstream f{c.output, std::ios::app};

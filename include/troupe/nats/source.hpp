@@ -1,0 +1,231 @@
+// source.hpp: a stream source reading a NATS JetStream stream through a
+// durable pull consumer (the optional troupe::nats module).
+//   namespace nats = troupe::nats;
+//   auto in = nats::source<txn>({.stream = "CARDS", .durable = "fraud"},
+//                               [](const nats::message& m) { return parse_txn(m.data); });
+//   auto lines = nats::text_source({.stream = "LINES", .durable = "wc", .bounded = true});
+// A decoder is T(const message&), or void(const message&, stream::emitter<T>&)
+// for zero or several elements per message; what it throws fails the graph
+// (or is skipped, under failure::skip) with the message's sequence named.
+//
+// Exactly once with checkpoints: the source's position is the stream
+// sequence of the last message it emitted; a checkpoint saves it, and when
+// the checkpoint completes the source acknowledges up to it (the consumer's
+// ack policy is "all"). Started from a checkpoint, it makes the consumer
+// deliver from the message after the saved position, whatever the server had
+// acknowledged; started afresh, from the message after the consumer's ack
+// floor (so a job run again goes on where the last one left). The consumer is
+// the source's own: it is made, and made again at each start, with the
+// source's settings. Without checkpoints it acknowledges each batch once it
+// has emitted it, as Kafka's auto-commit does: a crash loses what was in
+// flight in the graph then.
+//
+// Threads: a thread of its own fetches batches (up to `batch` messages, a
+// few batches ahead) and wakes the node, which never blocks its worker. One
+// replica per consumer: messages are in stream order, and a farm after the
+// source spreads them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "troupe/nats/client.hpp"
+#include "troupe/stream/node.hpp"
+#include "troupe/stream/state.hpp"
+
+namespace troupe::nats {
+
+struct source_config {
+  connection_config connection{};
+  std::string stream;     ///< the JetStream stream (it must exist)
+  std::string durable;    ///< the durable pull consumer this source owns ("." not allowed)
+  std::string subject{};  ///< a filter subject ("" : every subject of the stream)
+  int batch = 512;        ///< messages per fetch (1 to 1,000,000)
+  int batches_ahead = 4;  ///< fetched batches waiting for the node at most (>= 1)
+  /// End once the messages that matched when the source started have been
+  /// read (a bounded job); false: read on until the graph is cancelled.
+  bool bounded = false;
+  std::chrono::milliseconds poll{100};  ///< how long one fetch waits for messages
+  /// Optional: true ends the stream (as the end of a bounded one does),
+  /// asked between batches and at least every `poll` while none comes.
+  std::function<bool()> stop{};
+};
+
+namespace detail {
+
+/// One fetched batch: the messages, parsed, and their reply subjects (for
+/// acknowledgements), valid while the batch lives.
+struct fetched {
+  std::vector<message> messages;
+  std::vector<std::string_view> replies;
+  std::shared_ptr<void> owner;  // the libnats messages
+};
+
+/// The libnats side of a source: the connection, the consumer and the
+/// fetching thread.
+class pull_reader {
+ public:
+  /// Connects, makes the durable consumer deliver from the message after
+  /// `after` (a restored position) or after its ack floor (nullopt), and
+  /// starts fetching; `wake` runs on the fetching thread when a batch or a
+  /// failure is there. Throws nats_error naming what failed.
+  pull_reader(const source_config& cfg, std::optional<std::uint64_t> after, std::function<void()> wake);
+  ~pull_reader();
+  pull_reader(const pull_reader&) = delete;
+  pull_reader& operator=(const pull_reader&) = delete;
+
+  /// The stream sequence delivery starts after.
+  std::uint64_t start_after() const noexcept;
+  /// How many messages matched after it when the consumer was made.
+  std::uint64_t pending_at_start() const noexcept;
+  /// The next batch, if one is there (never blocks). Throws nats_error once
+  /// fetching has failed for good.
+  bool take(fetched& out);
+  /// Acknowledges every message up to the one with this reply subject.
+  void ack(const std::string& reply);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+[[noreturn]] void throw_decode_error(const source_config& cfg, const message& m, const char* what);
+void check(const source_config& cfg);
+
+}  // namespace detail
+
+template <class T, class Decode>
+class source_node final : public stream::node<void, T> {
+ public:
+  static constexpr const char* kind = "nats_source";
+  static constexpr bool waits = true;
+
+  source_node(source_config cfg, Decode decode) : cfg_{std::move(cfg)}, decode_{std::move(decode)} {
+    detail::check(cfg_);
+  }
+  /// A copy before start (each replica starts its own reader).
+  source_node(const source_node& o) : stream::node<void, T>{o}, cfg_{o.cfg_}, decode_{o.decode_} {}
+  source_node(source_node&&) noexcept = default;
+  source_node& operator=(const source_node&) = delete;
+  source_node& operator=(source_node&&) = delete;
+  ~source_node() = default;
+
+  void on_start() {
+    if (this->replica_count() != 1)
+      throw nats_error{"nats source '" + cfg_.stream + "/" + cfg_.durable + "': runs as 1 replica, not " +
+                       std::to_string(this->replica_count()) + " (a farm after it spreads the messages)"};
+    reader_ = std::make_unique<detail::pull_reader>(cfg_, restored_, [w = this->waker()] { w.wake(); });
+    last_ = reader_->start_after();
+    left_ = reader_->pending_at_start();
+  }
+
+  bool produce() {
+    for (;;) {
+      while (next_ < batch_.messages.size()) {
+        const message& m = batch_.messages[next_++];
+        if (m.sequence <= last_) continue;  // delivered again: emitted already
+        last_ = m.sequence;
+        emitted_at_ = next_ - 1;
+        if (left_ != 0) --left_;
+        emit(m);
+        return true;
+      }
+      if ((cfg_.bounded && left_ == 0) || (cfg_.stop && cfg_.stop())) return false;
+      if (emitted_at_ != none) {
+        prev_reply_ = std::string{batch_.replies[emitted_at_]};
+        if (!this->checkpointing()) reader_->ack(prev_reply_);  // no checkpoint to wait for
+      }
+      emitted_at_ = none;
+      next_ = 0;
+      if (!reader_->take(batch_)) {
+        batch_ = {};
+        this->hold();
+        return true;
+      }
+    }
+  }
+
+  void on_stop() {
+    // The stream ended (bounded): everything read is acknowledged.
+    if (reader_ && last_ != 0) reader_->ack(last_reply());
+    batch_ = {};  // the messages go before their connection
+    prev_reply_.clear();
+    reader_.reset();
+  }
+
+  void snapshot(stream::state_writer& out) {
+    out.write(last_);
+    if (out.checkpoint() != 0 && last_ != 0) acks_.emplace_back(out.checkpoint(), last_reply());
+  }
+  void restore(stream::state_reader& in) {
+    std::uint64_t p = 0;
+    in.read(p);
+    restored_ = p;
+  }
+  void on_checkpoint_complete(std::uint64_t id) {
+    std::string reply;
+    while (!acks_.empty() && acks_.front().first <= id) {
+      reply = std::move(acks_.front().second);
+      acks_.pop_front();
+    }
+    if (!reply.empty() && reader_) reader_->ack(reply);
+  }
+
+ private:
+  void emit(const message& m) {
+    try {
+      if constexpr (std::is_invocable_v<Decode&, const message&, stream::emitter<T>&>) {
+        decode_(m, static_cast<stream::emitter<T>&>(*this));
+      } else {
+        static_assert(std::is_invocable_r_v<T, Decode&, const message&>,
+                      "troupe::nats::source: the decoder is T(const message&) or "
+                      "void(const message&, stream::emitter<T>&)");
+        this->send_next(decode_(m));
+      }
+    } catch (const nats_error&) {
+      throw;
+    } catch (const std::exception& e) {
+      detail::throw_decode_error(cfg_, m, e.what());
+    }
+  }
+  /// The reply subject of the last message emitted (acknowledging it
+  /// acknowledges every one before it).
+  std::string last_reply() const {
+    if (emitted_at_ != none) return std::string{batch_.replies[emitted_at_]};
+    return prev_reply_;
+  }
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+
+  source_config cfg_;
+  Decode decode_;
+  std::unique_ptr<detail::pull_reader> reader_;
+  detail::fetched batch_;
+  std::size_t next_ = 0;           // the next message of batch_
+  std::size_t emitted_at_ = none;  // the last one emitted from batch_
+  std::uint64_t last_ = 0;         // stream sequence of the last message emitted (the position)
+  std::uint64_t left_ = 0;         // bounded: messages still to read
+  std::optional<std::uint64_t> restored_;
+  std::string prev_reply_;                                  // of the last message emitted before batch_
+  std::deque<std::pair<std::uint64_t, std::string>> acks_;  // per checkpoint: the reply to acknowledge
+};
+
+/// A source of T decoded from each message by `decode`.
+template <class T, class Decode>
+source_node<T, Decode> source(source_config cfg, Decode decode) {
+  return source_node<T, Decode>{std::move(cfg), std::move(decode)};
+}
+
+/// A source of each message's data as a string.
+inline auto text_source(source_config cfg) {
+  return source<std::string>(std::move(cfg), [](const message& m) { return std::string{m.data}; });
+}
+
+}  // namespace troupe::nats

@@ -1,0 +1,281 @@
+// source.cpp: the libnats side of the NATS source: the durable consumer,
+// made again at each start, and the thread that fetches batches.
+#include "troupe/nats/source.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "client.hpp"
+
+namespace troupe::nats::detail {
+
+namespace {
+
+std::string who(const source_config& cfg) { return "nats source '" + cfg.stream + "/" + cfg.durable + "'"; }
+
+/// A number token of a reply subject.
+bool number(std::string_view t, std::uint64_t& out) {
+  if (t.empty() || t.size() > 20) return false;
+  std::uint64_t v = 0;
+  for (char c : t) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  out = v;
+  return true;
+}
+
+/// The stream sequence and time of a message from its reply subject:
+/// $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
+/// or, with a domain and an account hash after ACK, 12 tokens or more
+/// (what natsMsg_GetMetaData reads, without its allocation per message).
+bool parse_reply(std::string_view reply, std::uint64_t& seq, std::int64_t& time_ns) {
+  std::string_view tokens[12];
+  std::size_t n = 0;
+  for (std::size_t from = 0; n < 12;) {
+    const auto dot = reply.find('.', from);
+    tokens[n++] = reply.substr(from, dot == std::string_view::npos ? std::string_view::npos : dot - from);
+    if (dot == std::string_view::npos) break;
+    from = dot + 1;
+  }
+  if (n < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") return false;
+  const std::size_t at = n == 9 ? 5 : 7;  // the stream sequence
+  if (n != 9 && n < 11) return false;
+  std::uint64_t t = 0;
+  if (!number(tokens[at], seq) || !number(tokens[at + 2], t)) return false;
+  time_ns = static_cast<std::int64_t>(t);
+  return true;
+}
+
+void destroy_messages(std::vector<natsMsg*>* v) {
+  for (natsMsg* m : *v) natsMsg_Destroy(m);
+  delete v;
+}
+
+}  // namespace
+
+void check(const source_config& cfg) {
+  const auto bad = [&](const std::string& what) { throw nats_error{who(cfg) + ": " + what}; };
+  if (cfg.stream.empty()) bad("no stream named (source_config::stream)");
+  if (cfg.durable.empty()) bad("no durable consumer named (source_config::durable)");
+  if (cfg.durable.find_first_of(". *>") != std::string::npos) bad("the durable name may not hold '.', ' ', '*' or '>'");
+  if (cfg.batch < 1 || cfg.batch > 1'000'000) bad("batch must be 1 to 1000000, not " + std::to_string(cfg.batch));
+  if (cfg.batches_ahead < 1) bad("batches_ahead must be at least 1");
+  if (cfg.poll.count() < 1) bad("poll must be at least 1 ms");
+}
+
+void throw_decode_error(const source_config& cfg, const message& m, const char* what) {
+  throw nats_error{who(cfg) + ": message " + std::to_string(m.sequence) + " on '" + std::string{m.subject} + "' (" +
+                   std::to_string(m.data.size()) + " bytes): " + what};
+}
+
+struct pull_reader::impl {
+  source_config cfg;
+  std::function<void()> wake;
+  connection conn;
+  natsSubscription* sub = nullptr;  // on `inbox`
+  std::string inbox, next_subject;
+  std::uint64_t start_after = 0;
+  std::uint64_t pending = 0;
+
+  std::mutex m;
+  std::condition_variable room;
+  std::deque<fetched> ready;
+  std::string failure;  // fetching failed for good
+  bool stop = false;
+  std::thread fetcher;
+
+  impl(const source_config& c, std::function<void()> w) : cfg{c}, wake{std::move(w)}, conn{c.connection, who(c)} {}
+
+  /// Makes the consumer afresh, delivering from after `after` (nullopt:
+  /// after the old consumer's ack floor), and binds a pull subscription.
+  void make_consumer(std::optional<std::uint64_t> after) {
+    jsOptions o = conn.request_options();
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    if (!after) {
+      jsConsumerInfo* ci = nullptr;
+      const natsStatus s = js_GetConsumerInfo(&ci, conn.js(), cfg.stream.c_str(), cfg.durable.c_str(), &o, &jerr);
+      if (s == NATS_OK) {
+        after = ci->AckFloor.Stream;
+        jsConsumerInfo_Destroy(ci);
+      } else if (jerr == JSConsumerNotFoundErr || s == NATS_NOT_FOUND) {
+        after = 0;
+      } else {
+        check(who(cfg) + ": consumer info", s, jerr);
+      }
+    }
+    start_after = *after;
+    jerr = static_cast<jsErrCode>(0);
+    const natsStatus d = js_DeleteConsumer(conn.js(), cfg.stream.c_str(), cfg.durable.c_str(), &o, &jerr);
+    if (d != NATS_OK && d != NATS_NOT_FOUND && jerr != JSConsumerNotFoundErr)
+      check(who(cfg) + ": deleting the consumer to make it afresh", d, jerr);
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = cfg.durable.c_str();
+    cc.AckPolicy = js_AckAll;
+    cc.AckWait = std::int64_t{3600} * 1'000'000'000;  // redelivery is not how it recovers (see source.hpp)
+    cc.MaxAckPending = std::int64_t{1} << 40;         // unlimited: acknowledgements come with checkpoints
+    cc.MaxDeliver = -1;
+    if (!cfg.subject.empty()) cc.FilterSubject = cfg.subject.c_str();
+    if (start_after == 0) {
+      cc.DeliverPolicy = js_DeliverAll;
+    } else {
+      cc.DeliverPolicy = js_DeliverByStartSequence;
+      cc.OptStartSeq = start_after + 1;
+    }
+    jsConsumerInfo* ci = nullptr;
+    jerr = static_cast<jsErrCode>(0);
+    check(who(cfg) + ": making the consumer", js_AddConsumer(&ci, conn.js(), cfg.stream.c_str(), &cc, &o, &jerr), jerr);
+    pending = ci->NumPending;
+    jsConsumerInfo_Destroy(ci);
+    // Messages come to an inbox of our own, each batch asked for with a
+    // pull request: natsSubscription_Fetch of libnats 3.4 can write past
+    // its array when messages of an expired request are still queued
+    // (fixed upstream in 3.8, nats.c #749).
+    next_subject = "$JS.API.CONSUMER.MSG.NEXT." + cfg.stream + "." + cfg.durable;
+    natsInbox* box = nullptr;
+    check(who(cfg) + ": inbox", natsInbox_Create(&box));
+    inbox = box;
+    natsInbox_Destroy(box);
+    check(who(cfg) + ": subscribing to " + inbox, natsConnection_SubscribeSync(&sub, conn.nc(), inbox.c_str()));
+    check(who(cfg) + ": pending limits", natsSubscription_SetPendingLimits(sub, -1, -1));
+  }
+
+  /// Asks for up to `batch` messages, waiting up to `poll` for them; true
+  /// with what came (maybe none), false when asking failed.
+  natsStatus fetch(std::vector<natsMsg*>& got) {
+    const std::string ask = "{\"batch\":" + std::to_string(cfg.batch) +
+                            ",\"expires\":" + std::to_string(std::int64_t{cfg.poll.count()} * 1'000'000) + "}";
+    natsStatus s = natsConnection_PublishRequest(conn.nc(), next_subject.c_str(), inbox.c_str(), ask.data(),
+                                                 static_cast<int>(ask.size()));
+    if (s != NATS_OK) return s;
+    const auto until = std::chrono::steady_clock::now() + cfg.poll + std::chrono::milliseconds{500};
+    while (got.size() < static_cast<std::size_t>(cfg.batch)) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;  // no end of the request came: the server is away
+      natsMsg* msg = nullptr;
+      s = natsSubscription_NextMsg(&msg, sub, left.count());
+      if (s == NATS_TIMEOUT) break;
+      if (s != NATS_OK) return s;
+      const char* status = nullptr;
+      if (natsMsg_GetDataLength(msg) == 0 && natsMsgHeader_Get(msg, "Status", &status) == NATS_OK) {
+        natsMsg_Destroy(msg);  // 404 none, 408 expired, 409 ended: this request is over
+        break;
+      }
+      got.push_back(msg);
+    }
+    return NATS_OK;
+  }
+
+  void loop() {
+    using clock = std::chrono::steady_clock;
+    auto failing_since = clock::time_point{};
+    std::string last_problem;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> g{m};
+        room.wait(g, [&] { return stop || ready.size() < static_cast<std::size_t>(cfg.batches_ahead); });
+        if (stop) return;
+      }
+      std::vector<natsMsg*> got;
+      const natsStatus s = fetch(got);
+      if (!got.empty()) {
+        failing_since = {};
+        fetched f;
+        auto* owned = new std::vector<natsMsg*>{got};
+        f.owner =
+            std::shared_ptr<void>{owned, [](void* p) { destroy_messages(static_cast<std::vector<natsMsg*>*>(p)); }};
+        f.messages.reserve(got.size());
+        f.replies.reserve(got.size());
+        std::string bad;
+        for (natsMsg* msg : got) {
+          const char* reply = natsMsg_GetReply(msg);
+          message x;
+          x.subject = natsMsg_GetSubject(msg);
+          x.data = std::string_view{natsMsg_GetData(msg), static_cast<std::size_t>(natsMsg_GetDataLength(msg))};
+          if (reply == nullptr || !parse_reply(reply, x.sequence, x.time_ns)) {
+            bad = who(cfg) + ": a message on '" + std::string{x.subject} + "' without a JetStream reply subject (" +
+                  (reply == nullptr ? "none" : reply) + ")";
+            break;
+          }
+          f.messages.push_back(x);
+          f.replies.emplace_back(reply);
+        }
+        {
+          std::lock_guard<std::mutex> g{m};
+          if (!bad.empty()) failure = bad;
+          else ready.push_back(std::move(f));
+        }
+        wake();
+        if (!bad.empty()) return;
+        continue;
+      }
+      if (s == NATS_OK) {  // nothing there now
+        failing_since = {};
+        if (cfg.stop) wake();  // the node asks cfg.stop
+        continue;
+      }
+      // The server is away (libnats reconnects meanwhile) or refused: try
+      // again until give_up_after, then fail the graph.
+      last_problem = describe(who(cfg) + ": asking for messages", s);
+      const auto now = clock::now();
+      if (failing_since == clock::time_point{}) failing_since = now;
+      if (conn.closed() || now - failing_since > cfg.connection.give_up_after) {
+        {
+          std::lock_guard<std::mutex> g{m};
+          failure = last_problem + (conn.closed() ? " (the connection is closed)" : " (for too long)");
+        }
+        wake();
+        return;
+      }
+      std::unique_lock<std::mutex> g{m};
+      room.wait_for(g, std::chrono::milliseconds{50}, [&] { return stop; });
+      if (stop) return;
+    }
+  }
+};
+
+pull_reader::pull_reader(const source_config& cfg, std::optional<std::uint64_t> after, std::function<void()> wake)
+    : impl_{std::make_unique<impl>(cfg, std::move(wake))} {
+  impl_->make_consumer(after);
+  impl_->fetcher = std::thread{[this] { impl_->loop(); }};
+}
+
+pull_reader::~pull_reader() {
+  {
+    std::lock_guard<std::mutex> g{impl_->m};
+    impl_->stop = true;
+  }
+  impl_->room.notify_all();
+  if (impl_->fetcher.joinable()) impl_->fetcher.join();
+  impl_->ready.clear();
+  natsSubscription_Destroy(impl_->sub);  // the consumer stays: it is durable
+}
+
+std::uint64_t pull_reader::start_after() const noexcept { return impl_->start_after; }
+std::uint64_t pull_reader::pending_at_start() const noexcept { return impl_->pending; }
+
+bool pull_reader::take(fetched& out) {
+  {
+    std::lock_guard<std::mutex> g{impl_->m};
+    if (impl_->ready.empty()) {
+      if (!impl_->failure.empty()) throw nats_error{impl_->failure};
+      return false;
+    }
+    out = std::move(impl_->ready.front());
+    impl_->ready.pop_front();
+  }
+  impl_->room.notify_one();
+  return true;
+}
+
+void pull_reader::ack(const std::string& reply) {
+  // AckAll: this acknowledges every message before it too. A lost
+  // acknowledgement costs nothing but a later start point of a fresh run.
+  natsConnection_PublishString(impl_->conn.nc(), reply.c_str(), "+ACK");
+}
+
+}  // namespace troupe::nats::detail

@@ -1,0 +1,247 @@
+// nats_server.hpp: a real nats-server with JetStream started on a free
+// loopback port (and killed, and started again on the same port and store),
+// a child process, and a small libnats client to make streams, publish and
+// read a stream back. For the NATS connector tests and benchmarks (no
+// GoogleTest here).
+#pragma once
+
+#include <nats/nats.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace nats_support {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream in{p, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+/// A child process: stdout and stderr to files; killed and reaped when
+/// destroyed while it runs.
+class process {
+ public:
+  process(std::vector<std::string> args, const fs::path& out, const fs::path& err) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int rc = posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error{std::string{"cannot start "} + argv[0] + ": " + std::strerror(rc)};
+  }
+  ~process() { kill(SIGKILL); }
+  process(const process&) = delete;
+  process& operator=(const process&) = delete;
+
+  void kill(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    ::waitpid(pid_, &status_, 0);
+    pid_ = -1;
+  }
+  /// The exit code once it has exited within `limit`; -100 - the signal if
+  /// a signal ended it; -2 if it still ran (then it is killed).
+  int wait(std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (pid_ > 0) {
+      if (::waitpid(pid_, &status_, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      if (std::chrono::steady_clock::now() > until) {
+        kill(SIGKILL);
+        return -2;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : -100 - WTERMSIG(status_);
+  }
+  bool running() {
+    if (pid_ > 0 && ::waitpid(pid_, &status_, WNOHANG) == pid_) pid_ = -1;
+    return pid_ > 0;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = 0;
+};
+
+/// nats-server with JetStream, its store under `dir`, on 127.0.0.1.
+class server {
+ public:
+  static constexpr const char* binary = "/usr/sbin/nats-server";
+  static bool installed() { return ::access(binary, X_OK) == 0; }
+
+  explicit server(fs::path dir) : dir_{std::move(dir)} { start(); }
+  ~server() { stop(); }
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// Starts it (again: on the same port and store).
+  void start() {
+    const auto ports = dir_ / "ports";
+    fs::remove_all(ports);
+    fs::create_directories(ports);
+    proc_ = std::make_unique<process>(
+        std::vector<std::string>{binary, "-js", "-sd", (dir_ / "store").string(), "-a", "127.0.0.1", "-p",
+                                 port_ == 0 ? std::string{"-1"} : std::to_string(port_), "--ports_file_dir",
+                                 ports.string()},
+        dir_ / "server.out", dir_ / "server.err");
+    for (int i = 0; i < 1000; ++i) {  // 10 s
+      for (const auto& e : fs::directory_iterator{ports}) {
+        const auto text = slurp(e.path());
+        const auto at = text.find("nats://127.0.0.1:");
+        const auto end = text.find('"', at);
+        if (at == std::string::npos || end == std::string::npos) continue;
+        url_ = text.substr(at, end - at);
+        port_ = std::stoi(url_.substr(url_.rfind(':') + 1));
+        if (ready()) return;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    throw std::runtime_error{"nats-server did not start within 10 s: " + slurp(dir_ / "server.err")};
+  }
+  void kill() { proc_.reset(); }  // SIGKILL
+  void stop() {
+    if (proc_) proc_->kill(SIGTERM);
+    proc_.reset();
+  }
+  const std::string& url() const { return url_; }
+
+ private:
+  bool ready() const {
+    natsConnection* nc = nullptr;
+    natsOptions* o = nullptr;
+    natsOptions_Create(&o);
+    natsOptions_SetURL(o, url_.c_str());
+    natsOptions_SetTimeout(o, 500);
+    const bool ok = natsConnection_Connect(&nc, o) == NATS_OK;
+    natsConnection_Destroy(nc);
+    natsOptions_Destroy(o);
+    return ok;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<process> proc_;
+  int port_ = 0;
+  std::string url_;
+};
+
+/// A plain libnats client for the tests' own set-up and checks.
+class client {
+ public:
+  explicit client(const std::string& url) {
+    natsOptions* o = nullptr;
+    natsOptions_Create(&o);
+    natsOptions_SetURL(o, url.c_str());
+    natsOptions_SetMaxReconnect(o, 200);
+    natsOptions_SetReconnectWait(o, 50);
+    const natsStatus s = natsConnection_Connect(&nc_, o);
+    natsOptions_Destroy(o);
+    if (s != NATS_OK) throw std::runtime_error{std::string{"test client: "} + natsStatus_GetText(s)};
+    if (natsConnection_JetStream(&js_, nc_, nullptr) != NATS_OK) throw std::runtime_error{"test client: JetStream"};
+  }
+  ~client() {
+    jsCtx_Destroy(js_);
+    natsConnection_Destroy(nc_);
+  }
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  /// A file-stored stream of `subjects` with a duplicate window of 2 minutes.
+  void make_stream(const std::string& name, const std::string& subject) {
+    jsStreamConfig sc;
+    jsStreamConfig_Init(&sc);
+    sc.Name = name.c_str();
+    const char* subjects[] = {subject.c_str()};
+    sc.Subjects = subjects;
+    sc.SubjectsLen = 1;
+    sc.Storage = js_FileStorage;
+    jsStreamInfo* si = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    const natsStatus s = js_AddStream(&si, js_, &sc, nullptr, &jerr);
+    jsStreamInfo_Destroy(si);
+    if (s != NATS_OK) throw std::runtime_error{"make_stream " + name + ": " + natsStatus_GetText(s)};
+    subjects_[name] = subject;
+  }
+  /// Publishes each of `data` to `subject` and waits for the acknowledgements.
+  void publish(const std::string& subject, const std::vector<std::string>& data) {
+    for (const auto& d : data)
+      if (js_PublishAsync(js_, subject.c_str(), d.data(), static_cast<int>(d.size()), nullptr) != NATS_OK)
+        throw std::runtime_error{"publish to " + subject};
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = 20000;
+    if (js_PublishAsyncComplete(js_, &po) != NATS_OK) throw std::runtime_error{"publish: no acknowledgements"};
+  }
+  /// Every message of `stream`, in order (through an ephemeral consumer).
+  std::vector<std::string> read_all(const std::string& stream) {
+    std::vector<std::string> out;
+    natsSubscription* sub = nullptr;
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = stream.c_str();
+    so.Config.AckPolicy = js_AckNone;
+    so.Config.DeliverPolicy = js_DeliverAll;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    if (js_PullSubscribe(&sub, js_, subjects_.at(stream).c_str(), nullptr, nullptr, &so, &jerr) != NATS_OK)
+      throw std::runtime_error{"read_all: subscribe to " + stream};
+    for (int quiet = 0; quiet < 3;) {
+      natsMsgList list{};
+      const natsStatus s = natsSubscription_Fetch(&list, sub, 1000, 300, &jerr);
+      if (s == NATS_OK && list.Count > 0) {
+        quiet = 0;
+        for (int i = 0; i < list.Count; ++i)
+          out.emplace_back(natsMsg_GetData(list.Msgs[i]),
+                           static_cast<std::size_t>(natsMsg_GetDataLength(list.Msgs[i])));
+      } else {
+        ++quiet;
+      }
+      natsMsgList_Destroy(&list);
+    }
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+    return out;
+  }
+  /// How many messages `stream` holds.
+  std::uint64_t count(const std::string& stream) {
+    jsStreamInfo* si = nullptr;
+    if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, nullptr) != NATS_OK) return 0;
+    const auto n = si->State.Msgs;
+    jsStreamInfo_Destroy(si);
+    return n;
+  }
+
+ private:
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+  std::map<std::string, std::string> subjects_;  // of the streams it made
+};
+
+}  // namespace nats_support
