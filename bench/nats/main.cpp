@@ -1,5 +1,5 @@
 // nats: the NATS JetStream connectors (troupe::nats) against a plain libnats
-// loop on the same server, reading and writing records of 32 bytes.
+// loop on the same server, reading and writing records of 31 bytes.
 //
 // Each run starts its own nats-server (JetStream, file storage, in a fresh
 // directory under $TMPDIR, on a free loopback port) and makes the streams;
@@ -193,7 +193,7 @@ bench::sample sink_raw(const bench::params& p) {
 int main(int argc, char** argv) {
   bench::spec s;
   s.name = "nats";
-  s.description = "NATS JetStream source and sink against a plain libnats loop, 32-byte records, records/s";
+  s.description = "NATS JetStream source and sink against a plain libnats loop, 31-byte records, records/s";
   s.impls = {
       {"source_troupe", source_troupe},
       {"source_raw", source_raw},

@@ -78,6 +78,7 @@ struct pull_reader::impl {
   connection conn;
   natsSubscription* sub = nullptr;  // on `inbox`
   std::string inbox, next_subject;
+  bool asked_ahead = false;  // a request is out that fetch() has not read yet
   std::uint64_t start_after = 0;
   std::uint64_t pending = 0;
 
@@ -144,29 +145,38 @@ struct pull_reader::impl {
     check(who(cfg) + ": pending limits", natsSubscription_SetPendingLimits(sub, -1, -1));
   }
 
-  /// Asks for up to `batch` messages, waiting up to `poll` for them; true
-  /// with what came (maybe none), false when asking failed.
+  /// Asks for up to `batch` messages, the request waiting up to `poll`.
+  natsStatus ask() {
+    const std::string body = "{\"batch\":" + std::to_string(cfg.batch) +
+                             ",\"expires\":" + std::to_string(std::int64_t{cfg.poll.count()} * 1'000'000) + "}";
+    return natsConnection_PublishRequest(conn.nc(), next_subject.c_str(), inbox.c_str(), body.data(),
+                                         static_cast<int>(body.size()));
+  }
+
+  /// The messages of one request (maybe none). A request that came back
+  /// full is followed by the next at once, so that the server sends it
+  /// while this one is handed over (one request ahead at most).
   natsStatus fetch(std::vector<natsMsg*>& got) {
-    const std::string ask = "{\"batch\":" + std::to_string(cfg.batch) +
-                            ",\"expires\":" + std::to_string(std::int64_t{cfg.poll.count()} * 1'000'000) + "}";
-    natsStatus s = natsConnection_PublishRequest(conn.nc(), next_subject.c_str(), inbox.c_str(), ask.data(),
-                                                 static_cast<int>(ask.size()));
-    if (s != NATS_OK) return s;
+    if (!asked_ahead) {
+      if (const natsStatus s = ask(); s != NATS_OK) return s;
+    }
+    asked_ahead = false;
     const auto until = std::chrono::steady_clock::now() + cfg.poll + std::chrono::milliseconds{500};
     while (got.size() < static_cast<std::size_t>(cfg.batch)) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-      if (left.count() <= 0) break;  // no end of the request came: the server is away
+      if (left.count() <= 0) return NATS_OK;  // no end of the request came: the server is away
       natsMsg* msg = nullptr;
-      s = natsSubscription_NextMsg(&msg, sub, left.count());
-      if (s == NATS_TIMEOUT) break;
+      const natsStatus s = natsSubscription_NextMsg(&msg, sub, left.count());
+      if (s == NATS_TIMEOUT) return NATS_OK;
       if (s != NATS_OK) return s;
       const char* status = nullptr;
       if (natsMsg_GetDataLength(msg) == 0 && natsMsgHeader_Get(msg, "Status", &status) == NATS_OK) {
         natsMsg_Destroy(msg);  // 404 none, 408 expired, 409 ended: this request is over
-        break;
+        return NATS_OK;
       }
       got.push_back(msg);
     }
+    asked_ahead = ask() == NATS_OK;
     return NATS_OK;
   }
 
