@@ -188,7 +188,6 @@ class client {
     const natsStatus s = js_AddStream(&si, js_, &sc, nullptr, &jerr);
     jsStreamInfo_Destroy(si);
     if (s != NATS_OK) throw std::runtime_error{"make_stream " + name + ": " + natsStatus_GetText(s)};
-    subjects_[name] = subject;
   }
   /// Publishes each of `data` to `subject` and waits for the acknowledgements.
   void publish(const std::string& subject, const std::vector<std::string>& data) {
@@ -200,34 +199,27 @@ class client {
     po.MaxWait = 20000;
     if (js_PublishAsyncComplete(js_, &po) != NATS_OK) throw std::runtime_error{"publish: no acknowledgements"};
   }
-  /// Every message of `stream`, in order (through an ephemeral consumer).
+  /// Every message of `stream`, in order, one by one (js_GetMsg: libnats
+  /// 3.4.1's natsSubscription_Fetch can write past its array).
   std::vector<std::string> read_all(const std::string& stream) {
     std::vector<std::string> out;
-    natsSubscription* sub = nullptr;
-    jsSubOptions so;
-    jsSubOptions_Init(&so);
-    so.Stream = stream.c_str();
-    so.Config.AckPolicy = js_AckNone;
-    so.Config.DeliverPolicy = js_DeliverAll;
-    jsErrCode jerr = static_cast<jsErrCode>(0);
-    if (js_PullSubscribe(&sub, js_, subjects_.at(stream).c_str(), nullptr, nullptr, &so, &jerr) != NATS_OK)
-      throw std::runtime_error{"read_all: subscribe to " + stream};
-    for (int quiet = 0; quiet < 3;) {
-      natsMsgList list{};
-      const natsStatus s = natsSubscription_Fetch(&list, sub, 1000, 300, &jerr);
-      if (s == NATS_OK && list.Count > 0) {
-        quiet = 0;
-        for (int i = 0; i < list.Count; ++i)
-          out.emplace_back(natsMsg_GetData(list.Msgs[i]),
-                           static_cast<std::size_t>(natsMsg_GetDataLength(list.Msgs[i])));
-      } else {
-        ++quiet;
-      }
-      natsMsgList_Destroy(&list);
+    jsStreamInfo* si = nullptr;
+    if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, nullptr) != NATS_OK)
+      throw std::runtime_error{"read_all: no stream " + stream};
+    const std::uint64_t first = si->State.FirstSeq, last = si->State.LastSeq, n = si->State.Msgs;
+    jsStreamInfo_Destroy(si);
+    for (std::uint64_t seq = first; n != 0 && seq <= last; ++seq) {
+      natsMsg* m = nullptr;
+      if (js_GetMsg(&m, js_, stream.c_str(), seq, nullptr, nullptr) != NATS_OK) continue;  // deleted
+      out.emplace_back(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m)));
+      natsMsg_Destroy(m);
     }
-    natsSubscription_Unsubscribe(sub);
-    natsSubscription_Destroy(sub);
     return out;
+  }
+  /// Deletes a consumer of `stream` (as an operator would).
+  void delete_consumer(const std::string& stream, const std::string& name) {
+    if (js_DeleteConsumer(js_, stream.c_str(), name.c_str(), nullptr, nullptr) != NATS_OK)
+      throw std::runtime_error{"delete_consumer " + stream + "/" + name};
   }
   /// How many messages `stream` holds.
   std::uint64_t count(const std::string& stream) {
@@ -241,7 +233,6 @@ class client {
  private:
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
-  std::map<std::string, std::string> subjects_;  // of the streams it made
 };
 
 }  // namespace nats_support

@@ -168,6 +168,38 @@ TEST_F(nats_connector, bad_settings_are_refused_naming_them) {
   EXPECT_NE(e3.find("runs as 1 replica, not 2"), std::string::npos) << e3;
 }
 
+TEST_F(nats_connector, a_quiet_stream_is_no_failure) {
+  client c{srv_->url()};
+  c.make_stream("IN", "in");
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  auto conn = at();
+  conn.give_up_after = 500ms;
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{nats::text_source({.connection = conn, .stream = "IN", .durable = "r", .poll = 50ms}),
+                            st::sink([](const std::string&) {})});
+  EXPECT_FALSE(g.wait_for(2s)) << failure_of(g);  // many polls, each answered "nothing now"
+  g.cancel();
+  g.wait_for(30s);
+}
+
+TEST_F(nats_connector, a_consumer_deleted_under_the_source_fails_the_graph_with_the_server_s_answer) {
+  client c{srv_->url()};
+  c.make_stream("IN", "in");
+  c.publish("in", numbered("m", 0, 10));
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  std::atomic<int> seen{0};
+  auto conn = at();
+  conn.give_up_after = 2s;
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{nats::text_source({.connection = conn, .stream = "IN", .durable = "r"}),
+                            st::sink([&](const std::string&) { ++seen; })});
+  for (int i = 0; i < 1000 && seen < 10; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(seen.load(), 10);
+  c.delete_consumer("IN", "r");
+  const auto e = failure_of(g);
+  EXPECT_NE(e.find("nats source 'IN/r': asking for messages: the server said"), std::string::npos) << e;
+}
+
 TEST_F(nats_connector, the_sink_publishes_every_element_once_in_either_mode_without_checkpoints) {
   client c{srv_->url()};
   c.make_stream("IN", "in");

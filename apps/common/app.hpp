@@ -184,7 +184,7 @@ class app_sink : public troupe::stream::node<In, void> {
 
   void on_start() {
 #if TROUPE_APPS_NATS
-    if (nats_) nats_->start(this->replica_index(), this->checkpointing());
+    if (nats_) nats_->start(this->replica_index(), this->checkpointing(), this->hears_final_checkpoint());
 #endif
     if (exactly_once.empty()) return;
     ensure();

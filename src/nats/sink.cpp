@@ -45,7 +45,6 @@ struct publisher::impl {
   std::atomic<std::uint64_t> published{0};  // handed to libnats (sent again: not counted twice)
   std::atomic<std::uint64_t> answered{0};   // acknowledged, or given up to be sent again
   std::atomic<std::uint64_t> duplicates{0};
-  std::atomic<std::int64_t> last_answer_ns{0};
   std::mutex m;
   std::string failure;
   std::unique_ptr<connection> conn;
@@ -55,7 +54,6 @@ struct publisher::impl {
 
   static void on_ack(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
     auto& self = *static_cast<impl*>(closure);
-    self.last_answer_ns.store(now_ns(), std::memory_order_relaxed);
     if (pae != nullptr && (pae->Err == NATS_NO_RESPONDERS || pae->Err == NATS_TIMEOUT)) {
       std::lock_guard<std::mutex> g{self.m};
       self.retry.push_back(msg);
@@ -96,36 +94,10 @@ struct publisher::impl {
     std::lock_guard<std::mutex> g{m};
     if (!failure.empty()) throw nats_error{failure};
   }
-
-  /// Publishes unanswered for ack_timeout (the server went away and came
-  /// back without them, or never answered) go again, with their ids.
-  void resend_if_stuck() {
-    const auto quiet = now_ns() - last_answer_ns.load(std::memory_order_relaxed);
-    if (quiet < std::chrono::nanoseconds{cfg.ack_timeout}.count()) return;
-    if (answered.load(std::memory_order_acquire) == published.load(std::memory_order_relaxed)) return;
-    natsMsgList pending{};
-    if (js_PublishAsyncGetPendingList(&pending, conn->js()) != NATS_OK) return;  // none pending after all
-    for (int i = 0; i < pending.Count; ++i) {
-      natsMsg* msg = pending.Msgs[i];
-      pending.Msgs[i] = nullptr;
-      jsPubOptions po;
-      jsPubOptions_Init(&po);
-      const natsStatus s = js_PublishMsgAsync(conn->js(), &msg, &po);
-      if (s != NATS_OK) {
-        natsMsg_Destroy(msg);
-        answered.fetch_add(1, std::memory_order_release);
-        std::lock_guard<std::mutex> g{m};
-        if (failure.empty()) failure = describe(who(cfg) + ": sending a message again", s);
-      }
-    }
-    natsMsgList_Destroy(&pending);
-    last_answer_ns.store(now_ns(), std::memory_order_relaxed);
-  }
 };
 
 publisher::publisher(const sink_config& cfg) : impl_{std::make_unique<impl>()} {
   impl_->cfg = cfg;
-  impl_->last_answer_ns = now_ns();
   jsOptions o;
   jsOptions_Init(&o);
   o.PublishAsync.MaxPending = cfg.max_pending;
@@ -151,8 +123,10 @@ publisher::publisher(const sink_config& cfg) : impl_{std::make_unique<impl>()} {
 }
 
 publisher::~publisher() {
-  // Unanswered publishes are dropped with the connection: a sink that ends
-  // normally waited for them (on_stop); one that is cancelled is a crash.
+  // Unanswered publishes are dropped with the connection (a sink that ends
+  // normally waited for them; one that is cancelled is a crash).
+  // (js_PublishAsyncGetPendingList of libnats 3.4.1 crashes when nothing
+  // was ever published, so the pending list is not taken first.)
   impl_->conn.reset();
   for (natsMsg* msg : impl_->retry) natsMsg_Destroy(msg);
 }
@@ -162,6 +136,7 @@ void publisher::publish(std::string_view data, std::string_view id) {
   std::string id_text;
   jsPubOptions po;
   jsPubOptions_Init(&po);
+  po.MaxWait = std::max<std::int64_t>(1, s.cfg.ack_timeout.count());  // unanswered by then: sent again (on_ack)
   if (!id.empty()) {
     id_text.assign(id);
     po.MsgId = id_text.c_str();
@@ -177,7 +152,7 @@ void publisher::publish(std::string_view data, std::string_view id) {
         now_ns() - started > std::chrono::nanoseconds{s.cfg.connection.give_up_after}.count())
       throw nats_error{describe(who(s.cfg) + ": publishing", r)};
     s.rethrow();
-    s.resend_if_stuck();
+    s.send_retries();
   }
   s.published.fetch_add(1, std::memory_order_relaxed);
   if ((s.published.load(std::memory_order_relaxed) & 1023) == 0) {
@@ -189,9 +164,7 @@ void publisher::publish(std::string_view data, std::string_view id) {
 bool publisher::acked() {
   impl_->rethrow();
   impl_->send_retries();
-  if (impl_->answered.load(std::memory_order_acquire) == impl_->published.load(std::memory_order_relaxed)) return true;
-  impl_->resend_if_stuck();
-  return false;
+  return impl_->answered.load(std::memory_order_acquire) == impl_->published.load(std::memory_order_relaxed);
 }
 
 void publisher::wait_acked() {
@@ -201,6 +174,7 @@ void publisher::wait_acked() {
     if (now_ns() - started > std::chrono::nanoseconds{s.cfg.connection.give_up_after}.count())
       throw nats_error{who(s.cfg) + ": " + std::to_string(s.published.load() - s.answered.load()) +
                        " messages unacknowledged by the server after connection.give_up_after"};
+    s.send_retries();
     jsPubOptions po;
     jsPubOptions_Init(&po);
     po.MaxWait = 100;

@@ -57,6 +57,23 @@ void destroy_messages(std::vector<natsMsg*>* v) {
 
 }  // namespace
 
+/// The source's consumer, delivering from after `after`.
+static void consumer_config(const source_config& cfg, std::uint64_t after, jsConsumerConfig& cc) {
+  jsConsumerConfig_Init(&cc);
+  cc.Durable = cfg.durable.c_str();
+  cc.AckPolicy = js_AckAll;
+  cc.AckWait = std::int64_t{3600} * 1'000'000'000;  // redelivery is not how it recovers (see source.hpp)
+  cc.MaxAckPending = std::int64_t{1} << 40;         // unlimited: acknowledgements come with checkpoints
+  cc.MaxDeliver = -1;
+  if (!cfg.subject.empty()) cc.FilterSubject = cfg.subject.c_str();
+  if (after == 0) {
+    cc.DeliverPolicy = js_DeliverAll;
+  } else {
+    cc.DeliverPolicy = js_DeliverByStartSequence;
+    cc.OptStartSeq = after + 1;
+  }
+}
+
 void check(const source_config& cfg) {
   const auto bad = [&](const std::string& what) { throw nats_error{who(cfg) + ": " + what}; };
   if (cfg.stream.empty()) bad("no stream named (source_config::stream)");
@@ -79,6 +96,7 @@ struct pull_reader::impl {
   natsSubscription* sub = nullptr;  // on `inbox`
   std::string inbox, next_subject;
   bool asked_ahead = false;  // a request is out that fetch() has not read yet
+  std::string problem;       // the last status a request ended with
   std::uint64_t start_after = 0;
   std::uint64_t pending = 0;
 
@@ -114,19 +132,7 @@ struct pull_reader::impl {
     if (d != NATS_OK && d != NATS_NOT_FOUND && jerr != JSConsumerNotFoundErr)
       check(who(cfg) + ": deleting the consumer to make it afresh", d, jerr);
     jsConsumerConfig cc;
-    jsConsumerConfig_Init(&cc);
-    cc.Durable = cfg.durable.c_str();
-    cc.AckPolicy = js_AckAll;
-    cc.AckWait = std::int64_t{3600} * 1'000'000'000;  // redelivery is not how it recovers (see source.hpp)
-    cc.MaxAckPending = std::int64_t{1} << 40;         // unlimited: acknowledgements come with checkpoints
-    cc.MaxDeliver = -1;
-    if (!cfg.subject.empty()) cc.FilterSubject = cfg.subject.c_str();
-    if (start_after == 0) {
-      cc.DeliverPolicy = js_DeliverAll;
-    } else {
-      cc.DeliverPolicy = js_DeliverByStartSequence;
-      cc.OptStartSeq = start_after + 1;
-    }
+    consumer_config(cfg, start_after, cc);
     jsConsumerInfo* ci = nullptr;
     jerr = static_cast<jsErrCode>(0);
     check(who(cfg) + ": making the consumer", js_AddConsumer(&ci, conn.js(), cfg.stream.c_str(), &cc, &o, &jerr), jerr);
@@ -164,15 +170,31 @@ struct pull_reader::impl {
     const auto until = std::chrono::steady_clock::now() + cfg.poll + std::chrono::milliseconds{500};
     while (got.size() < static_cast<std::size_t>(cfg.batch)) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return NATS_OK;  // no end of the request came: the server is away
       natsMsg* msg = nullptr;
-      const natsStatus s = natsSubscription_NextMsg(&msg, sub, left.count());
-      if (s == NATS_TIMEOUT) return NATS_OK;
+      const natsStatus s = left.count() <= 0
+                               ? NATS_TIMEOUT
+                               : natsSubscription_NextMsg(&msg, sub, std::max<std::int64_t>(1, left.count()));
+      if (s == NATS_TIMEOUT) {
+        // A request that expires is answered (408): none came, so the
+        // server or the consumer is away (a restart, a deleted consumer).
+        if (!got.empty()) return NATS_OK;
+        problem = "nothing (no answer to a pull request within " + std::to_string(cfg.poll.count() + 500) + " ms)";
+        return NATS_ERR;
+      }
       if (s != NATS_OK) return s;
       const char* status = nullptr;
       if (natsMsg_GetDataLength(msg) == 0 && natsMsgHeader_Get(msg, "Status", &status) == NATS_OK) {
-        natsMsg_Destroy(msg);  // 404 none, 408 expired, 409 ended: this request is over
-        return NATS_OK;
+        // 404 (none now) and 408 (expired) end a request; anything else
+        // (503: no JetStream or consumer there; 409: the consumer deleted,
+        // too many requests waiting) is a problem the loop retries, then
+        // reports.
+        const std::string code = status != nullptr ? status : "";
+        const char* why = nullptr;
+        if (natsMsgHeader_Get(msg, "Description", &why) != NATS_OK) why = nullptr;
+        problem = code + (why != nullptr ? std::string{" "} + why : std::string{});
+        natsMsg_Destroy(msg);
+        if (code == "404" || code == "408") return NATS_OK;
+        return got.empty() ? NATS_ERR : NATS_OK;
       }
       got.push_back(msg);
     }
@@ -230,7 +252,8 @@ struct pull_reader::impl {
       }
       // The server is away (libnats reconnects meanwhile) or refused: try
       // again until give_up_after, then fail the graph.
-      last_problem = describe(who(cfg) + ": asking for messages", s);
+      last_problem = s == NATS_ERR && !problem.empty() ? who(cfg) + ": asking for messages: the server said " + problem
+                                                       : describe(who(cfg) + ": asking for messages", s);
       const auto now = clock::now();
       if (failing_since == clock::time_point{}) failing_since = now;
       if (conn.closed() || now - failing_since > cfg.connection.give_up_after) {
@@ -241,8 +264,9 @@ struct pull_reader::impl {
         wake();
         return;
       }
+      if (cfg.stop) wake();  // the node asks cfg.stop meanwhile
       std::unique_lock<std::mutex> g{m};
-      room.wait_for(g, std::chrono::milliseconds{50}, [&] { return stop; });
+      room.wait_for(g, cfg.poll, [&] { return stop; });
       if (stop) return;
     }
   }
@@ -282,9 +306,45 @@ bool pull_reader::take(fetched& out) {
   return true;
 }
 
+void pull_reader::halt() {
+  {
+    std::lock_guard<std::mutex> g{impl_->m};
+    impl_->stop = true;
+  }
+  impl_->room.notify_all();
+  if (impl_->fetcher.joinable()) impl_->fetcher.join();
+  impl_->ready.clear();
+}
+
+bool pull_reader::halted() const noexcept { return !impl_->fetcher.joinable(); }
+
+void pull_reader::ack_sync(const std::string& reply) {
+  natsMsg* answer = nullptr;
+  const natsStatus s = natsConnection_RequestString(&answer, impl_->conn.nc(), reply.c_str(), "+ACK",
+                                                    std::max<std::int64_t>(1, impl_->cfg.connection.timeout.count()));
+  natsMsg_Destroy(answer);
+  check(who(impl_->cfg) + ": acknowledging what it read", s);
+}
+
+void settle(const source_config& cfg, std::uint64_t position) {
+  connection conn{cfg.connection, who(cfg)};
+  jsOptions o = conn.request_options();
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus d = js_DeleteConsumer(conn.js(), cfg.stream.c_str(), cfg.durable.c_str(), &o, &jerr);
+  if (d != NATS_OK && d != NATS_NOT_FOUND && jerr != JSConsumerNotFoundErr)
+    check(who(cfg) + ": deleting the consumer to make it afresh", d, jerr);
+  jsConsumerConfig cc;
+  consumer_config(cfg, position, cc);
+  jsConsumerInfo* ci = nullptr;
+  jerr = static_cast<jsErrCode>(0);
+  check(who(cfg) + ": making the consumer", js_AddConsumer(&ci, conn.js(), cfg.stream.c_str(), &cc, &o, &jerr), jerr);
+  jsConsumerInfo_Destroy(ci);
+}
+
 void pull_reader::ack(const std::string& reply) {
-  // AckAll: this acknowledges every message before it too. A lost
-  // acknowledgement costs nothing but a later start point of a fresh run.
+  // AckAll: this acknowledges every message before it too. A lost one
+  // costs nothing under checkpoints (a resumed source starts from its
+  // checkpoint); a fresh run would start from an earlier floor.
   natsConnection_PublishString(impl_->conn.nc(), reply.c_str(), "+ACK");
 }
 

@@ -312,7 +312,7 @@ checkpointer::checkpointer(graph_state& g, stream::checkpoint_options o, ext::pe
     if (!r->checkpointed()) continue;  // an edge between ranks
     auto& s = slots_[r->settings().slot];
     s.runner = r.get();
-    r->set_checkpointer(this);
+    r->set_checkpointer(this, ranks_ == 1);
     if (r->starts_checkpoints()) {
       if (!r->has_state())
         throw std::invalid_argument{"troupe checkpoint: the source '" + r->name() + "' (slot " +

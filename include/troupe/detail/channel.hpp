@@ -214,9 +214,11 @@ class runner_base : public resumable {
   // ---- checkpoints (checkpointer.hpp); all before start
   /// The graph takes checkpoints: this runner aligns barriers and
   /// acknowledges them to `c`.
-  void set_checkpointer(checkpointer* c) noexcept {
+  /// `final_commit`: the graph's last checkpoint at a clean end is heard
+  /// (checkpointer::commit_at_end: in one process).
+  void set_checkpointer(checkpointer* c, bool final_commit) noexcept {
     checkpoints_ = c;
-    entered_checkpoints();
+    entered_checkpoints(final_commit);
   }
   /// The graph resumes from a checkpoint: the node's state then (its
   /// restore() reads it; throws checkpoint_error if it cannot), whether
@@ -247,7 +249,7 @@ class runner_base : public resumable {
   /// event_time() has become true (before start).
   virtual void entered_event_time() noexcept {}
   /// set_checkpointer() has been called (before start).
-  virtual void entered_checkpoints() noexcept {}
+  virtual void entered_checkpoints(bool /*final_commit*/) noexcept {}
   /// Read-only look at the inputs (atomics only): anything to do?
   virtual bool has_input() const noexcept = 0;
   /// Clears `active`, fences and re-checks with `ready` (which may read

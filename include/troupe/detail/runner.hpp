@@ -76,8 +76,9 @@ struct node_access {
     n.ctx_.event_time = true;
   }
   template <class In, class Out>
-  static void set_checkpoints(stream::node<In, Out>& n) noexcept {
+  static void set_checkpoints(stream::node<In, Out>& n, bool final_commit) noexcept {
     n.ctx_.checkpoints = true;
+    n.ctx_.final_commit = final_commit;
   }
   template <class In, class Out>
   static void set_watermark(stream::node<In, Out>& n, std::uint64_t w) noexcept {
@@ -290,6 +291,7 @@ class runner_core : public runner_base, public input_side<InE> {
 
  protected:
   enum class phase { fresh, running, stopping, finished };
+  bool stopping() const noexcept { return phase_ == phase::stopping; }
 
   Derived& self() noexcept { return static_cast<Derived&>(*this); }
 
@@ -772,7 +774,7 @@ class runner final
   }
 
   void entered_event_time() noexcept override { node_access::set_event_time(node_); }
-  void entered_checkpoints() noexcept override { node_access::set_checkpoints(node_); }
+  void entered_checkpoints(bool final_commit) noexcept override { node_access::set_checkpoints(node_, final_commit); }
 
   /// `state` as final_state wrote it: empty, or u8 flags (1: the node's
   /// own state follows, as u64 + bytes; 2: then its keyed states).
@@ -911,7 +913,8 @@ class runner final
   std::optional<step_result> wake_step() noexcept {
     if (!held() || this->cancelled()) return std::nullopt;  // cancelled: the prologue ends it
     if (!waker_->take_fired()) {
-      if (checkpoint_due()) return std::nullopt;
+      // (Not in on_stop: the prologue would end a node that still holds.)
+      if (checkpoint_due() && !this->stopping()) return std::nullopt;
       return hold_park(0);
     }
     held() = false;

@@ -20,15 +20,17 @@
 // delivery::at_least_once: each element is published at once; a barrier
 // waits until the server has acknowledged everything before it.
 // The end of the stream goes out with the graph's last checkpoint, which
-// it takes when every node has ended (stream/checkpoint.hpp).
+// it takes when every node has ended (stream/checkpoint.hpp), or, in a
+// graph split across processes, at the end (what came after the last
+// completed checkpoint then is at least once).
 // Without checkpoints either mode publishes as elements come, and the end of
 // the stream waits for the last acknowledgement.
 //
 // The server's negative acknowledgements (no stream for the subject, a
 // stream full under the "new" discard policy) fail the graph with the
-// server's words. Publishes still unanswered after ack_timeout (a server
-// restarted meanwhile) are sent again: under their message ids, so the
-// server keeps one.
+// server's words. A publish unanswered after ack_timeout, or answered "no
+// responders" (a server restarting), is sent again: under its message id,
+// so the server keeps one.
 #pragma once
 
 #include <chrono>
@@ -113,11 +115,14 @@ class sink_writer {
   const sink_config& config() const noexcept { return cfg_; }
 
   /// Connects; `replica` goes into the message ids, `checkpointing` says
-  /// whether exactly_once waits for checkpoints (node::checkpointing()).
-  void start(std::size_t replica, bool checkpointing) {
+  /// whether exactly_once waits for checkpoints (node::checkpointing()),
+  /// `final_commit` whether the end of the stream waits for the graph's last
+  /// checkpoint (node::hears_final_checkpoint()).
+  void start(std::size_t replica, bool checkpointing, bool final_commit) {
     pub_ = std::make_unique<detail::publisher>(cfg_);
     token_ = detail::run_token(replica);
     held_ = cfg_.mode == delivery::exactly_once && checkpointing;
+    final_commit_ = final_commit;
     for (auto& e : epochs_) publish(e);  // restored: the server drops what it has
   }
 
@@ -134,11 +139,13 @@ class sink_writer {
 
   void stop() {
     close_epoch(0);
-    // Under checkpoints the end of the stream waits, kept in the node's
-    // final state, for the graph's last checkpoint (complete()); else it
-    // goes out now, and is acknowledged.
-    if (held_) return;
-    for (auto& e : epochs_) publish(e);
+    stopped_ = true;
+    // Under checkpoints in one process the end of the stream waits, kept in
+    // the node's final state, for the graph's last checkpoint (complete());
+    // else it goes out now, and is acknowledged.
+    if (held_ && final_commit_) return;
+    for (auto& e : epochs_)
+      if (!e.published) publish(e);
     pub_->wait_acked();
     epochs_.clear();
   }
@@ -160,14 +167,15 @@ class sink_writer {
   }
   void restore(stream::state_reader& in) { in.read(epochs_); }
   void complete(std::uint64_t id) {
-    if (!pub_) pub_ = std::make_unique<detail::publisher>(cfg_);  // resumed as ended: it never started
-    bool end = false;
-    for (auto& e : epochs_) {
-      if (e.published || (e.checkpoint > id && e.checkpoint != 0)) continue;
-      publish(e);
-      end = end || e.checkpoint == 0;
+    bool last = stopped_;  // the graph's last checkpoint (after stop)
+    if (!pub_) {           // resumed as ended: it never started, and this is the last one
+      if (epochs_.empty()) return;
+      pub_ = std::make_unique<detail::publisher>(cfg_);
+      last = true;
     }
-    if (end) pub_->wait_acked();  // the graph's last checkpoint: stored before the files go
+    for (auto& e : epochs_)
+      if (!e.published && (stopped_ || e.checkpoint <= id)) publish(e);
+    if (last) pub_->wait_acked();  // stored before the checkpoint files go
   }
 
   /// What arrived between two barriers (public for the state writer).
@@ -235,6 +243,8 @@ class sink_writer {
   std::unique_ptr<detail::publisher> pub_;
   std::string token_;
   bool held_ = false;  // exactly once under checkpoints: kept until they complete
+  bool final_commit_ = false;
+  bool stopped_ = false;
   std::string scratch_;
   epoch cur_;
   std::vector<epoch> epochs_;  // closed, not yet known to be stored
@@ -248,7 +258,7 @@ class sink_node final : public stream::node<T, void> {
   static constexpr const char* kind = "nats_sink";
   sink_node(sink_config cfg, Encode encode) : w_{std::move(cfg), std::move(encode)} {}
 
-  void on_start() { w_.start(this->replica_index(), this->checkpointing()); }
+  void on_start() { w_.start(this->replica_index(), this->checkpointing(), this->hears_final_checkpoint()); }
   void consume(T& x) { w_.write(x); }
   void on_stop() { w_.stop(); }
   void snapshot(stream::state_writer& out) { w_.snapshot(out); }

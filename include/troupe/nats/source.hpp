@@ -16,9 +16,11 @@
 // acknowledged; started afresh, from the message after the consumer's ack
 // floor (so a job run again goes on where the last one left). The consumer is
 // the source's own: it is made, and made again at each start, with the
-// source's settings. Without checkpoints it acknowledges each batch once it
-// has emitted it, as Kafka's auto-commit does: a crash loses what was in
-// flight in the graph then.
+// source's settings. At the end of the stream it acknowledges everything
+// read with the graph's last checkpoint (waiting for the server's answer).
+// Without checkpoints it acknowledges each batch once it has emitted it, as
+// Kafka's auto-commit does: a crash loses what was in flight in the graph
+// then (at most once for those).
 //
 // Threads: a thread of its own fetches batches (up to `batch` messages, a
 // few batches ahead) and wakes the node, which never blocks its worker. One
@@ -91,6 +93,11 @@ class pull_reader {
   bool take(fetched& out);
   /// Acknowledges every message up to the one with this reply subject.
   void ack(const std::string& reply);
+  /// The same, waiting for the server's answer (nats_error without one).
+  void ack_sync(const std::string& reply);
+  /// Stops fetching (the stream has ended); acks still go out.
+  void halt();
+  bool halted() const noexcept;
 
  private:
   struct impl;
@@ -98,6 +105,9 @@ class pull_reader {
 };
 
 [[noreturn]] void throw_decode_error(const source_config& cfg, const message& m, const char* what);
+/// Makes the consumer afresh from after `position`, so that a fresh start
+/// goes on after it (a source resumed as ended acknowledges so).
+void settle(const source_config& cfg, std::uint64_t position);
 void check(const source_config& cfg);
 
 }  // namespace detail
@@ -122,6 +132,7 @@ class source_node final : public stream::node<void, T> {
     if (this->replica_count() != 1)
       throw nats_error{"nats source '" + cfg_.stream + "/" + cfg_.durable + "': runs as 1 replica, not " +
                        std::to_string(this->replica_count()) + " (a farm after it spreads the messages)"};
+    started_ = true;
     reader_ = std::make_unique<detail::pull_reader>(cfg_, restored_, [w = this->waker()] { w.wake(); });
     last_ = reader_->start_after();
     left_ = reader_->pending_at_start();
@@ -154,8 +165,17 @@ class source_node final : public stream::node<void, T> {
   }
 
   void on_stop() {
-    // The stream ended (bounded): everything read is acknowledged.
-    if (reader_ && last_ != 0) reader_->ack(last_reply());
+    if (!reader_) return;
+    if (this->hears_final_checkpoint()) {
+      // Acknowledged with the graph's last checkpoint, once it is stored: a
+      // kill before then resumes from the checkpoint before.
+      reader_->halt();
+      final_reply_ = last_reply();
+      batch_ = {};
+      return;
+    }
+    // The stream ended (bounded or stopped): everything read is acknowledged.
+    if (const auto reply = last_reply(); !reply.empty()) reader_->ack_sync(reply);
     batch_ = {};  // the messages go before their connection
     prev_reply_.clear();
     reader_.reset();
@@ -169,8 +189,18 @@ class source_node final : public stream::node<void, T> {
     std::uint64_t p = 0;
     in.read(p);
     restored_ = p;
+    last_ = p;  // a source resumed as ended keeps it in its final state
   }
   void on_checkpoint_complete(std::uint64_t id) {
+    if (!started_) {  // resumed as ended: the graph's last checkpoint
+      if (restored_) detail::settle(cfg_, *restored_);
+      return;
+    }
+    if (reader_ && stopped()) {  // the graph's last checkpoint: all read is done
+      if (!final_reply_.empty()) reader_->ack_sync(final_reply_);
+      reader_.reset();
+      return;
+    }
     std::string reply;
     while (!acks_.empty() && acks_.front().first <= id) {
       reply = std::move(acks_.front().second);
@@ -203,6 +233,7 @@ class source_node final : public stream::node<void, T> {
     return prev_reply_;
   }
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
+  bool stopped() const noexcept { return reader_ && reader_->halted(); }
 
   source_config cfg_;
   Decode decode_;
@@ -213,6 +244,8 @@ class source_node final : public stream::node<void, T> {
   std::uint64_t last_ = 0;         // stream sequence of the last message emitted (the position)
   std::uint64_t left_ = 0;         // bounded: messages still to read
   std::optional<std::uint64_t> restored_;
+  bool started_ = false;
+  std::string final_reply_;                                 // to acknowledge with the last checkpoint
   std::string prev_reply_;                                  // of the last message emitted before batch_
   std::deque<std::pair<std::uint64_t, std::string>> acks_;  // per checkpoint: the reply to acknowledge
 };

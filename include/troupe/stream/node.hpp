@@ -132,6 +132,7 @@ struct node_context {
   bool event_time = false;              ///< watermarks reach its input (a stage before it generates them)
   detail::keyed_home* keyed = nullptr;  ///< its keyed states (keyed())
   bool checkpoints = false;             ///< its graph takes checkpoints
+  bool final_commit = false;            ///< and a last one at a clean end, heard after on_stop
 };
 
 /// Base of every stream operator. In = void: a source; Out = void: a sink.
@@ -187,6 +188,10 @@ class node : public emitter<Out> {
   /// Whether the graph takes checkpoints (stream/checkpoint.hpp): a sink
   /// that commits with them knows whether to wait for one.
   bool checkpointing() const noexcept { return ctx_.checkpoints; }
+  /// Whether, at a clean end, the graph takes a last checkpoint whose
+  /// on_checkpoint_complete comes after on_stop (one process: yes; a graph
+  /// split across processes: no, commit at on_stop).
+  bool hears_final_checkpoint() const noexcept { return ctx_.final_commit; }
   /// The input watermark: the minimum over the input channels that have not
   /// ended of the watermark each carries (0: none yet).
   std::uint64_t watermark() const noexcept { return watermark_; }
