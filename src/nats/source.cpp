@@ -74,6 +74,24 @@ static void consumer_config(const source_config& cfg, std::uint64_t after, jsCon
   }
 }
 
+/// Deletes the source's consumer and makes it again, delivering from after
+/// `after`; returns the messages it has to deliver now.
+static std::uint64_t remake_consumer(const connection& conn, const source_config& cfg, std::uint64_t after) {
+  jsOptions o = conn.request_options();
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus d = js_DeleteConsumer(conn.js(), cfg.stream.c_str(), cfg.durable.c_str(), &o, &jerr);
+  if (d != NATS_OK && d != NATS_NOT_FOUND && jerr != JSConsumerNotFoundErr)
+    check(who(cfg) + ": deleting the consumer to make it afresh", d, jerr);
+  jsConsumerConfig cc;
+  consumer_config(cfg, after, cc);
+  jsConsumerInfo* ci = nullptr;
+  jerr = static_cast<jsErrCode>(0);
+  check(who(cfg) + ": making the consumer", js_AddConsumer(&ci, conn.js(), cfg.stream.c_str(), &cc, &o, &jerr), jerr);
+  const std::uint64_t pending = ci->NumPending;
+  jsConsumerInfo_Destroy(ci);
+  return pending;
+}
+
 void check(const source_config& cfg) {
   const auto bad = [&](const std::string& what) { throw nats_error{who(cfg) + ": " + what}; };
   if (cfg.stream.empty()) bad("no stream named (source_config::stream)");
@@ -127,17 +145,7 @@ struct pull_reader::impl {
       }
     }
     start_after = *after;
-    jerr = static_cast<jsErrCode>(0);
-    const natsStatus d = js_DeleteConsumer(conn.js(), cfg.stream.c_str(), cfg.durable.c_str(), &o, &jerr);
-    if (d != NATS_OK && d != NATS_NOT_FOUND && jerr != JSConsumerNotFoundErr)
-      check(who(cfg) + ": deleting the consumer to make it afresh", d, jerr);
-    jsConsumerConfig cc;
-    consumer_config(cfg, start_after, cc);
-    jsConsumerInfo* ci = nullptr;
-    jerr = static_cast<jsErrCode>(0);
-    check(who(cfg) + ": making the consumer", js_AddConsumer(&ci, conn.js(), cfg.stream.c_str(), &cc, &o, &jerr), jerr);
-    pending = ci->NumPending;
-    jsConsumerInfo_Destroy(ci);
+    pending = remake_consumer(conn, cfg, start_after);
     // Messages come to an inbox of our own, each batch asked for with a
     // pull request: natsSubscription_Fetch of libnats 3.4 can write past
     // its array when messages of an expired request are still queued
@@ -327,18 +335,8 @@ void pull_reader::ack_sync(const std::string& reply) {
 }
 
 void settle(const source_config& cfg, std::uint64_t position) {
-  connection conn{cfg.connection, who(cfg)};
-  jsOptions o = conn.request_options();
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  const natsStatus d = js_DeleteConsumer(conn.js(), cfg.stream.c_str(), cfg.durable.c_str(), &o, &jerr);
-  if (d != NATS_OK && d != NATS_NOT_FOUND && jerr != JSConsumerNotFoundErr)
-    check(who(cfg) + ": deleting the consumer to make it afresh", d, jerr);
-  jsConsumerConfig cc;
-  consumer_config(cfg, position, cc);
-  jsConsumerInfo* ci = nullptr;
-  jerr = static_cast<jsErrCode>(0);
-  check(who(cfg) + ": making the consumer", js_AddConsumer(&ci, conn.js(), cfg.stream.c_str(), &cc, &o, &jerr), jerr);
-  jsConsumerInfo_Destroy(ci);
+  const connection conn{cfg.connection, who(cfg)};
+  (void)remake_consumer(conn, cfg, position);
 }
 
 void pull_reader::ack(const std::string& reply) {
