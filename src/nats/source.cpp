@@ -126,6 +126,13 @@ struct pull_reader::impl {
   std::thread fetcher;
 
   impl(const source_config& c, std::function<void()> w) : cfg{c}, wake{std::move(w)}, conn{c.connection, who(c)} {}
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
+  /// (Also when the reader's constructor failed after subscribing.)
+  ~impl() {
+    ready.clear();  // the messages go before their subscription
+    natsSubscription_Destroy(sub);
+  }
 
   /// Makes the consumer afresh, delivering from after `after` (nullopt:
   /// after the old consumer's ack floor), and binds a pull subscription.
@@ -210,6 +217,19 @@ struct pull_reader::impl {
     return NATS_OK;
   }
 
+  /// The fetching thread: what it throws (out of memory) fails the graph.
+  void run() noexcept {
+    try {
+      loop();
+    } catch (const std::exception& e) {
+      {
+        std::lock_guard<std::mutex> g{m};
+        failure = who(cfg) + ": fetching: " + e.what();
+      }
+      wake();
+    }
+  }
+
   void loop() {
     using clock = std::chrono::steady_clock;
     auto failing_since = clock::time_point{};
@@ -283,7 +303,7 @@ struct pull_reader::impl {
 pull_reader::pull_reader(const source_config& cfg, std::optional<std::uint64_t> after, std::function<void()> wake)
     : impl_{std::make_unique<impl>(cfg, std::move(wake))} {
   impl_->make_consumer(after);
-  impl_->fetcher = std::thread{[this] { impl_->loop(); }};
+  impl_->fetcher = std::thread{[this] { impl_->run(); }};
 }
 
 pull_reader::~pull_reader() {
@@ -293,8 +313,7 @@ pull_reader::~pull_reader() {
   }
   impl_->room.notify_all();
   if (impl_->fetcher.joinable()) impl_->fetcher.join();
-  impl_->ready.clear();
-  natsSubscription_Destroy(impl_->sub);  // the consumer stays: it is durable
+  // ~impl: the subscription goes; the consumer stays (it is durable).
 }
 
 std::uint64_t pull_reader::start_after() const noexcept { return impl_->start_after; }
