@@ -102,6 +102,12 @@ void check(const source_config& cfg) {
   if (cfg.poll.count() < 1) bad("poll must be at least 1 ms");
 }
 
+void check_replicas(const source_config& cfg, std::size_t replicas) {
+  if (replicas != 1)
+    throw nats_error{who(cfg) + ": runs as 1 replica, not " + std::to_string(replicas) +
+                     " (a farm after it spreads the messages)"};
+}
+
 void throw_decode_error(const source_config& cfg, const message& m, const char* what) {
   throw nats_error{who(cfg) + ": message " + std::to_string(m.sequence) + " on '" + std::string{m.subject} + "' (" +
                    std::to_string(m.data.size()) + " bytes): " + what};
@@ -307,13 +313,7 @@ pull_reader::pull_reader(const source_config& cfg, std::optional<std::uint64_t> 
 }
 
 pull_reader::~pull_reader() {
-  {
-    std::lock_guard<std::mutex> g{impl_->m};
-    impl_->stop = true;
-  }
-  impl_->room.notify_all();
-  if (impl_->fetcher.joinable()) impl_->fetcher.join();
-  // ~impl: the subscription goes; the consumer stays (it is durable).
+  halt();  // then ~impl: the subscription goes; the consumer stays (it is durable)
 }
 
 std::uint64_t pull_reader::start_after() const noexcept { return impl_->start_after; }

@@ -109,6 +109,8 @@ class pull_reader {
 /// goes on after it (a source resumed as ended acknowledges so).
 void settle(const source_config& cfg, std::uint64_t position);
 void check(const source_config& cfg);
+/// Throws nats_error unless the source runs as one replica.
+void check_replicas(const source_config& cfg, std::size_t replicas);
 
 }  // namespace detail
 
@@ -129,9 +131,7 @@ class source_node final : public stream::node<void, T> {
   ~source_node() = default;
 
   void on_start() {
-    if (this->replica_count() != 1)
-      throw nats_error{"nats source '" + cfg_.stream + "/" + cfg_.durable + "': runs as 1 replica, not " +
-                       std::to_string(this->replica_count()) + " (a farm after it spreads the messages)"};
+    detail::check_replicas(cfg_, this->replica_count());
     started_ = true;
     reader_ = std::make_unique<detail::pull_reader>(cfg_, restored_, [w = this->waker()] { w.wake(); });
     last_ = reader_->start_after();
@@ -150,11 +150,7 @@ class source_node final : public stream::node<void, T> {
         return true;
       }
       if ((cfg_.bounded && left_ == 0) || (cfg_.stop && cfg_.stop())) return false;
-      if (emitted_at_ != none) {
-        prev_reply_ = std::string{batch_.replies[emitted_at_]};
-        if (!this->checkpointing()) reader_->ack(prev_reply_);  // no checkpoint to wait for
-      }
-      emitted_at_ = none;
+      if (keep_last_reply() && !this->checkpointing()) reader_->ack(prev_reply_);  // no checkpoint to wait for
       next_ = 0;
       if (!reader_->take(batch_)) {
         batch_ = {};
@@ -170,14 +166,14 @@ class source_node final : public stream::node<void, T> {
       // Acknowledged with the graph's last checkpoint, once it is stored: a
       // kill before then resumes from the checkpoint before.
       reader_->halt();
-      final_reply_ = last_reply();
+      keep_last_reply();
       batch_ = {};
       return;
     }
     // The stream ended (bounded or stopped): everything read is acknowledged.
-    if (const auto reply = last_reply(); !reply.empty()) reader_->ack_sync(reply);
+    keep_last_reply();
     batch_ = {};  // the messages go before their connection
-    prev_reply_.clear();
+    if (!prev_reply_.empty()) reader_->ack_sync(prev_reply_);
     reader_.reset();
   }
 
@@ -197,7 +193,7 @@ class source_node final : public stream::node<void, T> {
       return;
     }
     if (reader_ && stopped()) {  // the graph's last checkpoint: all read is done
-      if (!final_reply_.empty()) reader_->ack_sync(final_reply_);
+      if (!prev_reply_.empty()) reader_->ack_sync(prev_reply_);
       reader_.reset();
       return;
     }
@@ -232,6 +228,14 @@ class source_node final : public stream::node<void, T> {
     if (emitted_at_ != none) return std::string{batch_.replies[emitted_at_]};
     return prev_reply_;
   }
+  /// Keeps the reply of the last message emitted from batch_ in
+  /// prev_reply_, before batch_ goes; whether there was one.
+  bool keep_last_reply() {
+    if (emitted_at_ == none) return false;
+    prev_reply_ = std::string{batch_.replies[emitted_at_]};
+    emitted_at_ = none;
+    return true;
+  }
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
   bool stopped() const noexcept { return reader_ && reader_->halted(); }
 
@@ -245,7 +249,6 @@ class source_node final : public stream::node<void, T> {
   std::uint64_t left_ = 0;         // bounded: messages still to read
   std::optional<std::uint64_t> restored_;
   bool started_ = false;
-  std::string final_reply_;                                 // to acknowledge with the last checkpoint
   std::string prev_reply_;                                  // of the last message emitted before batch_
   std::deque<std::pair<std::uint64_t, std::string>> acks_;  // per checkpoint: the reply to acknowledge
 };
