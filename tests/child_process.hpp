@@ -1,0 +1,89 @@
+// child_process.hpp: a child process for the multi-process tests and
+// benchmarks (a program killed and run again, a server): started with
+// posix_spawn, its output to files, killed and reaped when it goes. No
+// GoogleTest here.
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace child_process {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream in{p, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+/// A child process: stdout and stderr to files; killed and reaped when
+/// destroyed while it runs.
+class process {
+ public:
+  process(std::vector<std::string> args, const fs::path& out, const fs::path& err) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int rc = posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error{std::string{"cannot start "} + argv[0] + ": " + std::strerror(rc)};
+  }
+  ~process() { kill(SIGKILL); }
+  process(const process&) = delete;
+  process& operator=(const process&) = delete;
+
+  void kill(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    ::waitpid(pid_, &status_, 0);
+    pid_ = -1;
+  }
+  /// The exit code once it has exited within `limit`; -100 - the signal if
+  /// a signal ended it; -2 if it still ran (then it is killed).
+  int wait(std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (pid_ > 0) {
+      if (::waitpid(pid_, &status_, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      if (std::chrono::steady_clock::now() > until) {
+        kill(SIGKILL);
+        return -2;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : -100 - WTERMSIG(status_);
+  }
+  bool running() {
+    if (pid_ > 0 && ::waitpid(pid_, &status_, WNOHANG) == pid_) pid_ = -1;
+    return pid_ > 0;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = 0;
+};
+
+}  // namespace child_process
