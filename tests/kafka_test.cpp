@@ -224,4 +224,218 @@ TEST_F(kafka_connector, with_checkpoints_the_sink_commits_a_transaction_per_chec
   EXPECT_EQ(t.extra, 0);
 }
 
+/// The lines of a file (without their '\n').
+std::vector<std::string> lines_of(const fs::path& p) {
+  std::vector<std::string> out;
+  std::ifstream in{p};
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST_F(kafka_connector, a_program_killed_and_run_again_writes_each_record_once) {
+  mock_.make_topic("in", 4);
+  constexpr int n = 20000;
+  kafka_mock::produce(mock_.brokers(), "in", numbered("m", 0, n), 4);
+  const auto out = dir_ / "out.txt";
+  std::mt19937 rng{20261128};
+  int kills = 0, code = -2;
+  for (int run = 0; run < 30; ++run) {
+    child_process::process p{{TROUPE_KAFKA_PIPE, mock_.brokers(), "in", "pipe", "file:" + out.string(),
+                              (dir_ / "ckpt").string(), "5"},
+                             dir_ / "pipe.out",
+                             dir_ / "pipe.err"};
+    if (run < 6) {  // kill it at a random moment, 6 times
+      std::this_thread::sleep_for(std::chrono::milliseconds{std::uniform_int_distribution<int>{100, 600}(rng)});
+      if (p.running()) {
+        p.kill(SIGKILL);
+        ++kills;
+        continue;
+      }
+    }
+    code = p.wait(120s);
+    break;
+  }
+  ASSERT_EQ(code, 0) << child_process::slurp(dir_ / "pipe.err");
+  EXPECT_GE(kills, 3) << "most runs ended before their kill: the test checks too little";
+  std::vector<std::string> seen = lines_of(out);
+  for (const auto& more : lines_of(fs::path{out.string() + ".1"})) seen.push_back(more);
+  const auto t = count_each(seen, "m", n, ":done");
+  EXPECT_EQ(t.missing, 0) << "records lost";
+  EXPECT_EQ(t.extra, 0) << "records written twice";
+}
+
+/// Two graphs of the same consumer group in one process, the second started
+/// mid-run: the first hands partitions over after a checkpoint.
+TEST_F(kafka_connector, a_consumer_group_that_rebalances_mid_run_loses_and_repeats_nothing) {
+  mock_.make_topic("in", 6);
+  constexpr int first = 6000, total = 12000;
+  kafka_mock::produce(mock_.brokers(), "in", numbered("m", 0, first), 6);
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  collected a, b;
+  std::atomic<bool> stop{false};
+  const auto group_source = [&] {
+    kafka::source_config c{.client = at(), .topic = "in", .group = "shared", .assign = kafka::assignment::consumer_group};
+    // (The mock cluster waits 3 s for the first member, then session.timeout.ms
+    // - 1 s for members to join, and drops one whose session times out first.)
+    c.client.properties = {{"session.timeout.ms", "4000"}, {"heartbeat.interval.ms", "100"}};
+    c.commit_every = 1h;  // commits at the handover only: none meets the mock's slow rebalance
+    c.stop = [&stop] { return stop.load(); };
+    c.poll = 20ms;
+    return kafka::text_source(c);
+  };
+  // A paced tag, so that the first graph is mid-topic when the second joins.
+  const auto slow = [] {
+    return st::map([](std::string s) {
+      std::this_thread::sleep_for(1ms);
+      return s;
+    });
+  };
+  auto ga = troupe::spawn_pattern(sys, troupe::pipeline{group_source(), slow(), a.sink()},
+                                  {.checkpoint = {.dir = (dir_ / "a").string(), .interval = 50ms}});
+  for (int i = 0; i < 2000 && a.size() < 1000; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_GE(a.size(), 1000U) << "the first graph read nothing";
+  auto gb = troupe::spawn_pattern(sys, troupe::pipeline{group_source(), slow(), b.sink()},
+                                  {.checkpoint = {.dir = (dir_ / "b").string(), .interval = 50ms}});
+  kafka_mock::produce(mock_.brokers(), "in", numbered("m", first, total), 6);
+  const auto distinct = [&] {
+    auto all = a.sorted();
+    for (const auto& x : b.sorted()) all.push_back(x);
+    return count_each(all, "m", total).missing == 0;
+  };
+  for (int i = 0; i < 600 && !distinct(); ++i) std::this_thread::sleep_for(50ms);
+  std::this_thread::sleep_for(300ms);  // anything read twice would show now
+  stop = true;
+  ASSERT_EQ(failure_of(ga), "");
+  ASSERT_EQ(failure_of(gb), "");
+  EXPECT_GT(b.size(), 0U) << "the second member got no partition: no rebalance was tested";
+  auto all = a.sorted();
+  for (const auto& s : b.sorted()) all.push_back(s);
+  const auto t = count_each(all, "m", total);
+  EXPECT_EQ(t.missing, 0) << "records lost in the rebalance";
+  // A handover after a checkpoint repeats nothing; a member whose session
+  // times out on a loaded machine has its assignment lost, and the others
+  // read again from its last commit (at least once): reported, not failed.
+  if (t.extra != 0) std::printf("note: %d records read by both members (an assignment was lost)\n", t.extra);
+  ::testing::Test::RecordProperty("read_twice", t.extra);
+}
+
+/// Watermarks of a timed source: the minimum over partitions of the largest
+/// timestamp each has sent (minus the lag); an idle partition is left out.
+struct watermark_log : st::node<std::string, void> {
+  std::shared_ptr<std::vector<std::uint64_t>> seen;
+  explicit watermark_log(std::shared_ptr<std::vector<std::uint64_t>> s) : seen{std::move(s)} {}
+  void consume(std::string&) {}
+  void on_watermark(std::uint64_t w) { seen->push_back(w); }
+};
+
+TEST_F(kafka_connector, a_timed_source_s_watermark_is_the_slowest_partition_s_time_minus_the_lag) {
+  mock_.make_topic("in", 2);
+  // Partition 0: times 1000, 1002, ... ; partition 1: 1001, 1003, ... (round robin).
+  kafka_mock::produce(mock_.brokers(), "in", numbered("m", 0, 400), 2, 1000);
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto seen = std::make_shared<std::vector<std::uint64_t>>();
+  auto cfg = in();
+  cfg.watermark_lag = 10ms;
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{kafka::timed_source<std::string>(cfg, [](const kafka::message& m) { return std::string{m.value}; }),
+                            watermark_log{seen}});
+  ASSERT_EQ(failure_of(g), "");
+  ASSERT_FALSE(seen->empty());
+  EXPECT_TRUE(std::is_sorted(seen->begin(), seen->end()));
+  // Never past what the slower partition has sent minus the lag; the last
+  // one before the end: the slower partition's last time (1398) - 10.
+  std::uint64_t before_end = 0;
+  for (auto w : *seen)
+    if (w < std::uint64_t(-1) / 2) before_end = std::max(before_end, w);
+  EXPECT_EQ(before_end, 1388U);
+}
+
+TEST_F(kafka_connector, an_idle_partition_holds_the_watermark_back_only_until_idle_after) {
+  mock_.make_topic("in", 2);
+  kafka_mock::produce(mock_.brokers(), "in", numbered("m", 0, 100), 1, 5000);  // all in partition 0
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto seen = std::make_shared<std::vector<std::uint64_t>>();
+  std::atomic<bool> stop{false};
+  auto cfg = in();
+  cfg.bounded = false;
+  cfg.idle_after = 200ms;
+  cfg.poll = 20ms;
+  cfg.stop = [&stop] { return stop.load(); };
+  auto g = troupe::spawn_pattern(
+      sys, troupe::pipeline{kafka::timed_source<std::string>(cfg, [](const kafka::message& m) { return std::string{m.value}; }),
+                            watermark_log{seen}});
+  std::this_thread::sleep_for(1500ms);
+  stop = true;
+  ASSERT_EQ(failure_of(g), "");
+  std::uint64_t top = 0;
+  for (auto w : *seen)
+    if (w < std::uint64_t(-1) / 2) top = std::max(top, w);
+  EXPECT_EQ(top, 5099U) << "partition 1, silent, should have been left out once idle";
+}
+
+TEST_F(kafka_connector, a_broker_down_for_a_while_loses_and_repeats_nothing) {
+  mock_.make_topic("in", 3);
+  mock_.make_topic("out", 3);
+  constexpr int n = 20000;
+  kafka_mock::produce(mock_.brokers(), "in", numbered("m", 0, n), 3);
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  auto g = troupe::spawn_pattern(
+      sys,
+      troupe::pipeline{kafka::text_source(in()), st::map([n = 0](std::string s) mutable {
+                         if (++n % 10 == 0) std::this_thread::sleep_for(1ms);
+                         return s + ":done";
+                       }),
+                       kafka::text_sink({.client = at(), .topic = "out", .mode = kafka::delivery::at_least_once})},
+      {.checkpoint = {.dir = (dir_ / "ckpt").string(), .interval = 50ms}});
+  std::this_thread::sleep_for(300ms);
+  mock_.broker_down(1);
+  std::this_thread::sleep_for(1500ms);
+  mock_.broker_up(1);
+  ASSERT_EQ(failure_of(g, 120s), "");
+  const auto t = count_each(kafka_mock::read_all(mock_.brokers(), "out"), "m", n, ":done");
+  EXPECT_EQ(t.missing, 0);
+  EXPECT_EQ(t.extra, 0);
+}
+
+/// Against a real broker (TROUPE_KAFKA_BROKERS=host:port; the topics
+/// troupe_eo_in and troupe_eo_out are made by the test if the broker lets
+/// it): a graph stopped like a crash several times and run again leaves
+/// each record once in the output, read with isolation.level
+/// read_committed. The mock cluster keeps no transactional offsets, so this
+/// runs only there.
+TEST(kafka_real_broker, a_graph_stopped_like_a_crash_and_run_again_commits_each_record_once) {
+  const char* brokers = std::getenv("TROUPE_KAFKA_BROKERS");
+  if (brokers == nullptr || *brokers == '\0')
+    GTEST_SKIP() << "set TROUPE_KAFKA_BROKERS=host:port to run exactly-once checks against a real broker "
+                    "(librdkafka's mock cluster keeps no transactional offsets)";
+  const auto dir = fresh_dir("real_broker");
+  const std::string suffix = std::to_string(std::random_device{}());
+  const std::string in_topic = "troupe_eo_in_" + suffix, out_topic = "troupe_eo_out_" + suffix;
+  constexpr int n = 20000;
+  kafka_mock::produce(brokers, in_topic, numbered("m", 0, n));  // auto-created with the broker's defaults
+  const kafka::client_config at{.brokers = brokers};
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  const auto graph = [&] {
+    return troupe::pipeline{kafka::text_source({.client = at, .topic = in_topic, .group = "g" + suffix, .bounded = true}),
+                            st::map([n = 0](std::string s) mutable {
+                              if (++n % 10 == 0) std::this_thread::sleep_for(1ms);
+                              return s + ":done";
+                            }),
+                            kafka::text_sink({.client = at, .topic = out_topic, .transactional_id = "t" + suffix})};
+  };
+  const st::options with{.checkpoint = {.dir = (dir / "ckpt").string(), .interval = 100ms}};
+  for (int crash = 0; crash < 4; ++crash) {
+    auto g = troupe::spawn_pattern(sys, graph(), with);
+    std::this_thread::sleep_for(std::chrono::milliseconds{300 + 200 * crash});
+    if (g.done()) break;
+    g.cancel();
+    g.wait_for(60s);
+  }
+  auto g = troupe::spawn_pattern(sys, graph(), with);
+  ASSERT_EQ(failure_of(g, 120s), "");
+  const auto t = count_each(kafka_mock::read_all(brokers, out_topic, true), "m", n, ":done");
+  EXPECT_EQ(t.missing, 0);
+  EXPECT_EQ(t.extra, 0);
+}
+
 }  // namespace

@@ -154,6 +154,7 @@ struct consumer::impl {
                       {"enable.partition.eof", "false"},
                       {"auto.offset.reset", cfg.start == start_from::latest ? "latest" : "earliest"},
                       {"client.id", "troupe-" + cfg.topic + "-" + std::to_string(replica)}};
+    if (cfg.assign == assignment::consumer_group) own.emplace_back("partition.assignment.strategy", "cooperative-sticky");
     // librdkafka's consumer queue needs a group; without one the source
     // takes a name it never joins or commits to.
     own.emplace_back("group.id", cfg.group.empty() ? "troupe-" + cfg.topic + "-unused" : cfg.group);
@@ -234,7 +235,7 @@ struct consumer::impl {
     // already; commit nothing. Without checkpoints, or closing: commit what
     // was emitted and give them up now. Else after the next checkpoint.
     if (lost || closing || !checkpointing) {
-      if (!lost) commit(revoked_positions(), false);
+      if (!lost) commit(revoked_positions(), false, true);
       give_up();
     }
   }
@@ -258,17 +259,27 @@ struct consumer::impl {
     else check(name + ": giving partitions up", rd_kafka_assign(rk, nullptr));
   }
 
-  void commit(const std::vector<offset>& offsets, bool async) {
+  /// Commits `offsets` to the group: asynchronously (one that fails is made
+  /// good by the next), or waiting for the broker. A synchronous one that
+  /// fails for good throws, unless `quiet`: a failed commit leaves the
+  /// group's offsets earlier, never later (a fresh start or a new owner
+  /// reads some records again).
+  void commit(const std::vector<offset>& offsets, bool async, bool quiet = false) {
     if (cfg.group.empty() || offsets.empty()) return;
     list_ptr l = new_list(offsets.size());
     for (const offset& o : offsets) rd_kafka_topic_partition_list_add(l.get(), cfg.topic.c_str(), o.partition)->offset = o.next;
     const rd_kafka_resp_err_t e = rd_kafka_commit(rk, l.get(), async ? 1 : 0);
-    // An asynchronous commit that fails is made good by the next one; a
-    // synchronous one that fails leaves a fresh start earlier (never later).
-    if (!async && e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET && !transient(e))
-      check(name + ": committing offsets", e);
     last_committed = offsets;
     last_commit_ns = steady_ns();
+    if (async || quiet || e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR__NO_OFFSET || transient(e)) return;
+    switch (e) {
+      case RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:  // the group moved on: the new owners read from the last commit
+      case RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION:
+      case RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID:
+        return;
+      default:
+        check(name + ": committing offsets", e);
+    }
   }
 
   void tick() {
@@ -295,7 +306,9 @@ consumer::consumer(const source_config& cfg, std::size_t replica, std::size_t re
   if (ticks) impl_->ticker = std::thread{[this] { impl_->tick(); }};
 }
 
-consumer::~consumer() = default;
+consumer::~consumer() {
+  impl_.reset();  // first: closing may call the rebalance callback, which uses parts_
+}
 
 bool consumer::take(fetched& out) {
   auto& s = *impl_;
@@ -354,8 +367,18 @@ std::vector<offset> consumer::snapshot(std::uint64_t id) {
 void consumer::completed(std::uint64_t id, const std::vector<offset>& offsets) {
   auto& s = *impl_;
   const bool hand_over = s.handover_at != 0 && id >= s.handover_at;
-  s.commit(offsets, !hand_over);  // the new owner starts from what this commits
-  if (hand_over) s.give_up();
+  if (hand_over) {
+    s.commit(offsets, false, true);  // the new owner starts from what this commits
+    s.give_up();
+    return;
+  }
+  // A commit in flight when a rebalance completes is refused (an old
+  // generation), and librdkafka then takes the whole assignment as lost:
+  // in a group, commit every commit_every only.
+  if (s.cfg.assign == assignment::consumer_group &&
+      steady_ns() - s.last_commit_ns < std::chrono::nanoseconds{s.cfg.commit_every}.count())
+    return;
+  s.commit(offsets, true);
 }
 
 void consumer::commit_positions(bool now) {

@@ -29,14 +29,24 @@
 // and that offset is committed: its new owner starts right after what this
 // source emitted, and what it emitted is in this graph's checkpointed state
 // (no loss, no duplicates; the rebalance waits up to a checkpoint interval).
+// The group uses the cooperative-sticky assignor unless the properties say
+// otherwise: only the partitions that move stop. (Under an eager assignor
+// the commit at the handover falls inside the rebalance; Kafka accepts it,
+// librdkafka's mock cluster does not, and there the new owner starts from
+// the checkpoint before: at least once.)
 // Without checkpoints the source commits its offsets every `commit_every`,
-// on a revoke, and at the end (at least once).
+// on a revoke, and at the end (at least once). Under consumer_group a member
+// commits with checkpoints only every `commit_every` too (a commit that
+// meets a rebalance costs the whole assignment); a member that dies leaves
+// its partitions to the others from its last commit: they read again what
+// it emitted after that (at least once for those).
 //
 // Event time (timed_source): the record timestamps (milliseconds since the
 // epoch) are the elements' times; each partition's watermark is the largest
 // timestamp read from it minus `watermark_lag`; the source's is the minimum
 // over its partitions, leaving out a partition that has sent nothing for
-// `idle_after` (idle), until it sends again.
+// `idle_after` (idle), until it sends again; when every partition is idle,
+// the minimum over those that have sent anything.
 //
 // No thread of its own: librdkafka fetches, and wakes the node when
 // records are there; the node never blocks its worker.
@@ -90,7 +100,8 @@ struct source_config {
   /// timed_source: a partition silent this long holds the watermark back no
   /// more (0: never idle).
   std::chrono::milliseconds idle_after{0};
-  /// Without checkpoints: how often offsets are committed.
+  /// How often offsets are committed to the group without checkpoints, and,
+  /// under consumer_group, with them (else at every completed checkpoint).
   std::chrono::milliseconds commit_every{1000};
 };
 
@@ -286,20 +297,22 @@ class source_node final : public stream::node<void, T> {
     }
   }
 
-  /// The minimum over the partitions not idle of (largest timestamp - lag).
+  /// The minimum over the partitions not idle of (largest timestamp - lag);
+  /// when every partition is idle, over those that have sent something.
   void advance_watermark() {
     const std::int64_t now = detail::steady_ns();
     const std::int64_t idle = std::chrono::nanoseconds{cfg_.idle_after}.count();
-    std::int64_t low = std::numeric_limits<std::int64_t>::max();
-    bool any = false;
+    constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
+    std::int64_t active = none, seen = none;
     for (const auto& p : reader_->partitions()) {
       if (!p.assigned || p.revoked) continue;
+      if (p.max_time >= 0) seen = std::min(seen, p.max_time);
       if (idle > 0 && now - (p.last_seen_ns != 0 ? p.last_seen_ns : started_ns()) > idle) continue;
       if (p.max_time < 0) return;  // a partition not heard from holds it back
-      low = std::min(low, p.max_time - cfg_.watermark_lag.count());
-      any = true;
+      active = std::min(active, p.max_time);
     }
-    if (any && low > 0) this->emit_watermark(static_cast<std::uint64_t>(low));
+    const std::int64_t low = (active != none ? active : seen) - cfg_.watermark_lag.count();
+    if (low > 0 && low < none - cfg_.watermark_lag.count()) this->emit_watermark(static_cast<std::uint64_t>(low));
   }
   std::int64_t started_ns() {
     if (started_ns_ == 0) started_ns_ = detail::steady_ns();
