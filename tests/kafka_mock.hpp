@@ -89,12 +89,11 @@ inline void produce(const std::string& brokers, const std::string& topic, const 
 /// Every record's value in `topic` now (each partition from its start to
 /// its end), partition after partition; `committed`: only what committed
 /// transactions hold (isolation.level read_committed).
-inline std::vector<std::string> read_all(const std::string& brokers, const std::string& topic,
-                                         bool committed = false) {
+inline std::vector<std::string> read_all(const std::string& brokers, const std::string& topic, bool committed = false) {
   rd_kafka_t* rk = handle(RD_KAFKA_CONSUMER, {{"bootstrap.servers", brokers},
-                                               {"isolation.level", committed ? "read_committed" : "read_uncommitted"},
-                                               {"group.id", "kafka_mock-read_all"},  // assigned: never joins it
-                                               {"enable.partition.eof", "false"}});
+                                              {"isolation.level", committed ? "read_committed" : "read_uncommitted"},
+                                              {"group.id", "kafka_mock-read_all"},  // assigned: never joins it
+                                              {"enable.partition.eof", "false"}});
   const rd_kafka_metadata_t* md = nullptr;
   rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
   if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) fail("metadata of " + topic);

@@ -87,7 +87,8 @@ struct tally {
   int missing = 0;
   int extra = 0;
 };
-tally count_each(const std::vector<std::string>& seen, const std::string& prefix, int n, const std::string& suffix = "") {
+tally count_each(const std::vector<std::string>& seen, const std::string& prefix, int n,
+                 const std::string& suffix = "") {
   std::map<std::string, int> c;
   for (const auto& s : seen) ++c[s];
   tally t;
@@ -167,8 +168,9 @@ TEST_F(kafka_connector, bad_settings_are_refused_naming_them) {
     ADD_FAILURE() << "not refused: " << words;
   };
   refused([&] { (void)kafka::text_source({.client = at(), .topic = ""}); }, "no topic named");
-  refused([&] { (void)kafka::text_source({.client = at(), .topic = "t", .assign = kafka::assignment::consumer_group}); },
-          "needs a group");
+  refused(
+      [&] { (void)kafka::text_source({.client = at(), .topic = "t", .assign = kafka::assignment::consumer_group}); },
+      "needs a group");
   refused([&] { (void)kafka::text_source({.client = at(), .topic = "t", .batch = 0}); }, "batch must be");
   refused([&] { (void)kafka::text_sink({.client = at(), .topic = ""}); }, "no topic named");
 
@@ -177,12 +179,14 @@ TEST_F(kafka_connector, bad_settings_are_refused_naming_them) {
   troupe::actor_system sys{troupe::config{.workers = 2}};
   auto bad_prop = in();
   bad_prop.client.properties = {{"no.such.property", "1"}};
-  auto g1 = troupe::spawn_pattern(sys, troupe::pipeline{kafka::text_source(bad_prop), st::sink([](const std::string&) {})});
+  auto g1 =
+      troupe::spawn_pattern(sys, troupe::pipeline{kafka::text_source(bad_prop), st::sink([](const std::string&) {})});
   EXPECT_NE(failure_of(g1).find("the user's property no.such.property=1"), std::string::npos);
   auto missing = in();
   missing.topic = "nothing_here";
   mock_.topic_error("nothing_here", RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);  // the mock makes any topic asked for
-  auto g2 = troupe::spawn_pattern(sys, troupe::pipeline{kafka::text_source(missing), st::sink([](const std::string&) {})});
+  auto g2 =
+      troupe::spawn_pattern(sys, troupe::pipeline{kafka::text_source(missing), st::sink([](const std::string&) {})});
   const auto why = failure_of(g2);
   EXPECT_NE(why.find("kafka source 'nothing_here'"), std::string::npos) << why;
   EXPECT_NE(why.find("does not exist"), std::string::npos) << why;
@@ -215,8 +219,9 @@ TEST_F(kafka_connector, with_checkpoints_the_sink_commits_a_transaction_per_chec
   kafka_mock::produce(mock_.brokers(), "in", numbered("m", 0, n), 4);
   troupe::actor_system sys{troupe::config{.workers = 2}};
   auto g = troupe::spawn_pattern(
-      sys, troupe::pipeline{troupe::farm{kafka::text_source(in()), 2}, st::map([](std::string s) { return s + ":done"; }),
-                            kafka::text_sink({.client = at(), .topic = "out"})},
+      sys,
+      troupe::pipeline{troupe::farm{kafka::text_source(in()), 2}, st::map([](std::string s) { return s + ":done"; }),
+                       kafka::text_sink({.client = at(), .topic = "out"})},
       {.checkpoint = {.dir = (dir_ / "ckpt").string(), .interval = 20ms}});
   ASSERT_EQ(failure_of(g), "");
   const auto t = count_each(kafka_mock::read_all(mock_.brokers(), "out"), "m", n, ":done");
@@ -240,10 +245,10 @@ TEST_F(kafka_connector, a_program_killed_and_run_again_writes_each_record_once) 
   std::mt19937 rng{20261128};
   int kills = 0, code = -2;
   for (int run = 0; run < 30; ++run) {
-    child_process::process p{{TROUPE_KAFKA_PIPE, mock_.brokers(), "in", "pipe", "file:" + out.string(),
-                              (dir_ / "ckpt").string(), "5"},
-                             dir_ / "pipe.out",
-                             dir_ / "pipe.err"};
+    child_process::process p{
+        {TROUPE_KAFKA_PIPE, mock_.brokers(), "in", "pipe", "file:" + out.string(), (dir_ / "ckpt").string(), "5"},
+        dir_ / "pipe.out",
+        dir_ / "pipe.err"};
     if (run < 6) {  // kill it at a random moment, 6 times
       std::this_thread::sleep_for(std::chrono::milliseconds{std::uniform_int_distribution<int>{100, 600}(rng)});
       if (p.running()) {
@@ -274,7 +279,8 @@ TEST_F(kafka_connector, a_consumer_group_that_rebalances_mid_run_loses_and_repea
   collected a, b;
   std::atomic<bool> stop{false};
   const auto group_source = [&] {
-    kafka::source_config c{.client = at(), .topic = "in", .group = "shared", .assign = kafka::assignment::consumer_group};
+    kafka::source_config c{
+        .client = at(), .topic = "in", .group = "shared", .assign = kafka::assignment::consumer_group};
     // (The mock cluster waits 3 s for the first member, then session.timeout.ms
     // - 1 s for members to join, and drops one whose session times out first.)
     c.client.properties = {{"session.timeout.ms", "4000"}, {"heartbeat.interval.ms", "100"}};
@@ -337,8 +343,9 @@ TEST_F(kafka_connector, a_timed_source_s_watermark_is_the_slowest_partition_s_ti
   auto cfg = in();
   cfg.watermark_lag = 10ms;
   auto g = troupe::spawn_pattern(
-      sys, troupe::pipeline{kafka::timed_source<std::string>(cfg, [](const kafka::message& m) { return std::string{m.value}; }),
-                            watermark_log{seen}});
+      sys, troupe::pipeline{
+               kafka::timed_source<std::string>(cfg, [](const kafka::message& m) { return std::string{m.value}; }),
+               watermark_log{seen}});
   ASSERT_EQ(failure_of(g), "");
   ASSERT_FALSE(seen->empty());
   EXPECT_TRUE(std::is_sorted(seen->begin(), seen->end()));
@@ -362,8 +369,9 @@ TEST_F(kafka_connector, an_idle_partition_holds_the_watermark_back_only_until_id
   cfg.poll = 20ms;
   cfg.stop = [&stop] { return stop.load(); };
   auto g = troupe::spawn_pattern(
-      sys, troupe::pipeline{kafka::timed_source<std::string>(cfg, [](const kafka::message& m) { return std::string{m.value}; }),
-                            watermark_log{seen}});
+      sys, troupe::pipeline{
+               kafka::timed_source<std::string>(cfg, [](const kafka::message& m) { return std::string{m.value}; }),
+               watermark_log{seen}});
   std::this_thread::sleep_for(1500ms);
   stop = true;
   ASSERT_EQ(failure_of(g), "");
@@ -416,12 +424,13 @@ TEST(kafka_real_broker, a_graph_stopped_like_a_crash_and_run_again_commits_each_
   const kafka::client_config at{.brokers = brokers};
   troupe::actor_system sys{troupe::config{.workers = 2}};
   const auto graph = [&] {
-    return troupe::pipeline{kafka::text_source({.client = at, .topic = in_topic, .group = "g" + suffix, .bounded = true}),
-                            st::map([n = 0](std::string s) mutable {
-                              if (++n % 10 == 0) std::this_thread::sleep_for(1ms);
-                              return s + ":done";
-                            }),
-                            kafka::text_sink({.client = at, .topic = out_topic, .transactional_id = "t" + suffix})};
+    return troupe::pipeline{
+        kafka::text_source({.client = at, .topic = in_topic, .group = "g" + suffix, .bounded = true}),
+        st::map([n = 0](std::string s) mutable {
+          if (++n % 10 == 0) std::this_thread::sleep_for(1ms);
+          return s + ":done";
+        }),
+        kafka::text_sink({.client = at, .topic = out_topic, .transactional_id = "t" + suffix})};
   };
   const st::options with{.checkpoint = {.dir = (dir / "ckpt").string(), .interval = 100ms}};
   for (int crash = 0; crash < 4; ++crash) {

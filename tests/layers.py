@@ -3,7 +3,7 @@
 
 Layers, lowest first: util, runtime, actor, stream (the engine), pattern
 (descriptions), spawn (pattern/spawn_pattern.hpp), api (troupe.hpp,
-fwd.hpp), then the optional modules (net, opencl, metrics, rocksdb, nats), which are siblings:
+fwd.hpp), then the optional modules (net, opencl, metrics, rocksdb, nats, kafka), which are siblings:
 neither includes the other. A public header's layer is its folder; a header under detail/
 names its layer on its first line ("// layer: stream"), and so does a header
 of the modules' seam under ext/ ("// layer: actor (ext: what it is for)";
@@ -22,8 +22,8 @@ import re
 import sys
 from pathlib import Path
 
-LAYERS = ["util", "runtime", "actor", "stream", "pattern", "spawn", "api", "net", "opencl", "metrics", "rocksdb", "nats"]
-OPTIONAL = {"net", "opencl", "metrics", "rocksdb", "nats"}
+LAYERS = ["util", "runtime", "actor", "stream", "pattern", "spawn", "api", "net", "opencl", "metrics", "rocksdb", "nats", "kafka"]
+OPTIONAL = {"net", "opencl", "metrics", "rocksdb", "nats", "kafka"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](troupe/[^>"]+)[>"]', re.M)
 MARKER = re.compile(r"^// layer: (\w+)\s*$")
 EXT_MARKER = re.compile(r"^// layer: (\w+) \(ext: [^)]+\)\s*$")
@@ -37,7 +37,8 @@ def layer_of(rel: str, text: str) -> str:
         return "api"
     if rel == "troupe/stream.hpp":
         return "stream"
-    if rel in ("troupe/net.hpp", "troupe/opencl.hpp", "troupe/metrics.hpp", "troupe/rocksdb.hpp", "troupe/nats.hpp"):
+    if rel in ("troupe/net.hpp", "troupe/opencl.hpp", "troupe/metrics.hpp", "troupe/rocksdb.hpp", "troupe/nats.hpp",
+               "troupe/kafka.hpp"):
         return rel[len("troupe/") : -len(".hpp")]  # an optional module's umbrella header
     folder = rel.split("/")[1]
     if folder == "ext":

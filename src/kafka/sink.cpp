@@ -4,6 +4,7 @@
 #include "troupe/kafka/sink.hpp"
 
 #include <atomic>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -144,9 +145,8 @@ void producer::commit(std::uint64_t run, std::uint64_t checkpoint) {
   tp->metadata_size = std::strlen(meta);
   rd_kafka_consumer_group_metadata_t* group = rd_kafka_consumer_group_metadata_new(s.txn_id.c_str());
   try {
-    s.txn_call("committing the marker with the transaction", [&] {
-      return rd_kafka_send_offsets_to_transaction(s.rk, l, group, timeout_ms(s.cfg.client));
-    });
+    s.txn_call("committing the marker with the transaction",
+               [&] { return rd_kafka_send_offsets_to_transaction(s.rk, l, group, timeout_ms(s.cfg.client)); });
     s.txn_call("committing a transaction", [&] { return rd_kafka_commit_transaction(s.rk, timeout_ms(s.cfg.client)); });
   } catch (...) {
     rd_kafka_consumer_group_metadata_destroy(group);
@@ -161,8 +161,8 @@ void producer::commit(std::uint64_t run, std::uint64_t checkpoint) {
 std::pair<std::uint64_t, std::uint64_t> producer::committed_marker() {
   auto& s = *impl_;
   rd_kafka_conf_t* conf =
-      make_conf(s.name, s.cfg.client, {{"group.id", s.txn_id}, {"isolation.level", "read_committed"},
-                                       {"enable.auto.commit", "false"}});
+      make_conf(s.name, s.cfg.client,
+                {{"group.id", s.txn_id}, {"isolation.level", "read_committed"}, {"enable.auto.commit", "false"}});
   rd_kafka_t* c = make_handle(s.name + " (reading its marker)", RD_KAFKA_CONSUMER, conf);
   rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(l, s.cfg.topic.c_str(), 0);
@@ -174,9 +174,16 @@ std::pair<std::uint64_t, std::uint64_t> producer::committed_marker() {
   rd_kafka_topic_partition_list_destroy(l);
   rd_kafka_destroy(c);
   check(s.name + ": reading the transactions' marker", e);
-  unsigned long long run = 0, ckpt = 0;
-  if (meta.rfind(marker_prefix, 0) == 0 &&
-      std::sscanf(meta.c_str() + std::strlen(marker_prefix), "%llu:%llu", &run, &ckpt) == 2)
+  // "troupe:<run>:<checkpoint>"; anything else (another program's offsets): none.
+  if (meta.rfind(marker_prefix, 0) != 0) return out;
+  const std::string_view rest = std::string_view{meta}.substr(std::strlen(marker_prefix));
+  const auto colon = rest.find(':');
+  std::uint64_t run = 0, ckpt = 0;
+  const auto number = [](std::string_view t, std::uint64_t& v) {
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return ec == std::errc{} && end == t.data() + t.size() && !t.empty();
+  };
+  if (colon != std::string_view::npos && number(rest.substr(0, colon), run) && number(rest.substr(colon + 1), ckpt))
     out = {run, ckpt};
   return out;
 }

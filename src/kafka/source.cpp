@@ -23,7 +23,9 @@ struct list_deleter {
   void operator()(rd_kafka_topic_partition_list_t* l) const noexcept { rd_kafka_topic_partition_list_destroy(l); }
 };
 using list_ptr = std::unique_ptr<rd_kafka_topic_partition_list_t, list_deleter>;
-list_ptr new_list(std::size_t n) { return list_ptr{rd_kafka_topic_partition_list_new(static_cast<int>(std::max<std::size_t>(n, 1)))}; }
+list_ptr new_list(std::size_t n) {
+  return list_ptr{rd_kafka_topic_partition_list_new(static_cast<int>(std::max<std::size_t>(n, 1)))};
+}
 
 void destroy_messages(std::vector<rd_kafka_message_t*>* v) {
   for (rd_kafka_message_t* m : *v) rd_kafka_message_destroy(m);
@@ -91,8 +93,10 @@ struct consumer::impl {
   rd_kafka_queue_t* queue = nullptr;
   std::string failure;  // a rebalance failed (thrown from take())
   bool closing = false;
-  std::vector<std::int32_t> handover;  // revoked, waiting for a checkpoint
-  std::uint64_t handover_at = 0;       // the checkpoint that holds their last offsets (0: none yet)
+  bool timestamps = true;                   // read each record's timestamp (a timed source)
+  std::vector<rd_kafka_message_t*> buffer;  // what consume_batch_queue fills
+  std::vector<std::int32_t> handover;       // revoked, waiting for a checkpoint
+  std::uint64_t handover_at = 0;            // the checkpoint that holds their last offsets (0: none yet)
   std::int64_t last_commit_ns = 0;
   std::vector<offset> last_committed;
 
@@ -103,7 +107,13 @@ struct consumer::impl {
 
   impl(consumer& c, const source_config& cf, std::size_t r, std::size_t rs, std::vector<offset> res, bool ck,
        std::function<void()> w)
-      : self{c}, cfg{cf}, replica{r}, replicas{rs}, restored{std::move(res)}, checkpointing{ck}, wake{std::move(w)},
+      : self{c},
+        cfg{cf},
+        replica{r},
+        replicas{rs},
+        restored{std::move(res)},
+        checkpointing{ck},
+        wake{std::move(w)},
         name{who(cf)} {}
   impl(const impl&) = delete;
   impl& operator=(const impl&) = delete;
@@ -152,9 +162,13 @@ struct consumer::impl {
     property_list own{{"enable.auto.commit", "false"},
                       {"enable.auto.offset.store", "false"},
                       {"enable.partition.eof", "false"},
+                      // librdkafka 2.0's default (100000) pauses fetching for a
+                      // second at times when the queue holds more (measured).
+                      {"queued.min.messages", "1000000"},
                       {"auto.offset.reset", cfg.start == start_from::latest ? "latest" : "earliest"},
                       {"client.id", "troupe-" + cfg.topic + "-" + std::to_string(replica)}};
-    if (cfg.assign == assignment::consumer_group) own.emplace_back("partition.assignment.strategy", "cooperative-sticky");
+    if (cfg.assign == assignment::consumer_group)
+      own.emplace_back("partition.assignment.strategy", "cooperative-sticky");
     // librdkafka's consumer queue needs a group; without one the source
     // takes a name it never joins or commits to.
     own.emplace_back("group.id", cfg.group.empty() ? "troupe-" + cfg.topic + "-unused" : cfg.group);
@@ -178,8 +192,8 @@ struct consumer::impl {
     for (int i = 0; i < l->cnt; ++i) {
       auto& tp = l->elems[i];
       const std::int64_t committed = cfg.group.empty() || cfg.start != start_from::committed ? -1 : tp.offset;
-      const auto r = std::find_if(restored.begin(), restored.end(),
-                                  [&](const offset& o) { return o.partition == tp.partition; });
+      const auto r =
+          std::find_if(restored.begin(), restored.end(), [&](const offset& o) { return o.partition == tp.partition; });
       std::int64_t lo = 0, hi = 0;
       check(name + ": the offsets of partition " + std::to_string(tp.partition),
             rd_kafka_query_watermark_offsets(rk, cfg.topic.c_str(), tp.partition, &lo, &hi, t));
@@ -210,7 +224,8 @@ struct consumer::impl {
     check(name + ": the topic's metadata", te);
     list_ptr l = new_list(static_cast<std::size_t>(n));
     for (int p = 0; p < n; ++p)
-      if (static_cast<std::size_t>(p) % replicas == replica) rd_kafka_topic_partition_list_add(l.get(), cfg.topic.c_str(), p);
+      if (static_cast<std::size_t>(p) % replicas == replica)
+        rd_kafka_topic_partition_list_add(l.get(), cfg.topic.c_str(), p);
     if (l->cnt == 0) return;
     start_offsets(l.get(), false);
     check(name + ": assigning its partitions", rd_kafka_assign(rk, l.get()));
@@ -242,6 +257,7 @@ struct consumer::impl {
 
   std::vector<offset> revoked_positions() const {
     std::vector<offset> out;
+    out.reserve(handover.size());
     for (std::int32_t p : handover) out.push_back({p, self.parts_[static_cast<std::size_t>(p)].next});
     return out;
   }
@@ -267,7 +283,8 @@ struct consumer::impl {
   void commit(const std::vector<offset>& offsets, bool async, bool quiet = false) {
     if (cfg.group.empty() || offsets.empty()) return;
     list_ptr l = new_list(offsets.size());
-    for (const offset& o : offsets) rd_kafka_topic_partition_list_add(l.get(), cfg.topic.c_str(), o.partition)->offset = o.next;
+    for (const offset& o : offsets)
+      rd_kafka_topic_partition_list_add(l.get(), cfg.topic.c_str(), o.partition)->offset = o.next;
     const rd_kafka_resp_err_t e = rd_kafka_commit(rk, l.get(), async ? 1 : 0);
     last_committed = offsets;
     last_commit_ns = steady_ns();
@@ -292,8 +309,10 @@ struct consumer::impl {
 };
 
 consumer::consumer(const source_config& cfg, std::size_t replica, std::size_t replicas, std::vector<offset> restored,
-                   bool checkpointing, bool ticks, std::function<void()> wake)
-    : impl_{std::make_unique<impl>(*this, cfg, replica, replicas, std::move(restored), checkpointing, std::move(wake))} {
+                   bool checkpointing, bool ticks, bool timestamps, std::function<void()> wake)
+    : impl_{
+          std::make_unique<impl>(*this, cfg, replica, replicas, std::move(restored), checkpointing, std::move(wake))} {
+  impl_->timestamps = timestamps;
   impl_->connect();
   if (cfg.assign == assignment::static_partitions) {
     impl_->assign_static();
@@ -312,12 +331,17 @@ consumer::~consumer() {
 
 bool consumer::take(fetched& out) {
   auto& s = *impl_;
-  auto* got = new std::vector<rd_kafka_message_t*>(static_cast<std::size_t>(s.cfg.batch));
-  out.owner = std::shared_ptr<void>{got, [](void* p) { destroy_messages(static_cast<std::vector<rd_kafka_message_t*>*>(p)); }};
-  const ssize_t n = rd_kafka_consume_batch_queue(s.queue, 0, got->data(), got->size());
-  got->resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  s.buffer.resize(static_cast<std::size_t>(s.cfg.batch));
+  const ssize_t n = rd_kafka_consume_batch_queue(s.queue, 0, s.buffer.data(), s.buffer.size());
+  if (n <= 0) {
+    if (!s.failure.empty()) throw kafka_error{s.failure};
+    if (n < 0) check(s.name + ": reading", rd_kafka_last_error());
+    return false;
+  }
+  auto* got = new std::vector<rd_kafka_message_t*>(s.buffer.begin(), s.buffer.begin() + n);
+  out.owner =
+      std::shared_ptr<void>{got, [](void* p) { destroy_messages(static_cast<std::vector<rd_kafka_message_t*>*>(p)); }};
   if (!s.failure.empty()) throw kafka_error{s.failure};
-  if (n < 0) check(s.name + ": reading", rd_kafka_last_error());
   out.messages.clear();
   out.messages.reserve(got->size());
   for (rd_kafka_message_t* r : *got) {
@@ -332,8 +356,10 @@ bool consumer::take(fetched& out) {
     x.topic = s.cfg.topic;
     x.partition = r->partition;
     x.offset = r->offset;
-    rd_kafka_timestamp_type_t tt{};
-    x.timestamp_ms = rd_kafka_message_timestamp(r, &tt);
+    if (s.timestamps) {
+      rd_kafka_timestamp_type_t tt{};
+      x.timestamp_ms = rd_kafka_message_timestamp(r, &tt);
+    }
     x.key = std::string_view{static_cast<const char*>(r->key), r->key != nullptr ? r->key_len : 0};
     x.value = std::string_view{static_cast<const char*>(r->payload), r->payload != nullptr ? r->len : 0};
     out.messages.push_back(x);
@@ -346,7 +372,8 @@ bool consumer::take(fetched& out) {
 }
 
 bool consumer::at_end() const noexcept {
-  return std::all_of(parts_.begin(), parts_.end(), [](const partition_state& p) { return !p.assigned || p.next >= p.end; });
+  return std::all_of(parts_.begin(), parts_.end(),
+                     [](const partition_state& p) { return !p.assigned || p.next >= p.end; });
 }
 
 std::vector<offset> consumer::positions() const {

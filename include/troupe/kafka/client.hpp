@@ -51,7 +51,7 @@ struct message {
   std::string_view topic;
   std::int32_t partition = 0;
   std::int64_t offset = 0;
-  std::int64_t timestamp_ms = -1;  ///< the record's timestamp (ms since the epoch; -1: none)
+  std::int64_t timestamp_ms = -1;  ///< the record's timestamp (ms since the epoch; -1: none; timed_source only)
   std::string_view key;
   std::string_view value;
 };

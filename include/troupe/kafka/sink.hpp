@@ -253,8 +253,8 @@ class sink_writer {
       std::uint64_t from = 0;
       for (std::size_t j = 0; j < e.ends.size(); ++j) {
         const std::string_view all{e.data};
-        pub_->produce(all.substr(from, e.key_sizes[j]), all.substr(from + e.key_sizes[j], e.ends[j] - from - e.key_sizes[j]),
-                      e.partitions[j]);
+        pub_->produce(all.substr(from, e.key_sizes[j]),
+                      all.substr(from + e.key_sizes[j], e.ends[j] - from - e.key_sizes[j]), e.partitions[j]);
         from = e.ends[j];
       }
     }

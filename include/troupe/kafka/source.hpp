@@ -145,9 +145,10 @@ class consumer {
   /// Connects and takes this replica's partitions (static_partitions:
   /// their offsets from `restored`, the group or `start`), or joins the
   /// group; `wake` is called from librdkafka's threads when records come,
-  /// and every `poll` when the node must look at the time or cfg.stop.
+  /// and every `poll` when the node must look at the time or cfg.stop
+  /// (`ticks`); `timestamps`: messages carry their timestamps.
   consumer(const source_config& cfg, std::size_t replica, std::size_t replicas, std::vector<offset> restored,
-           bool checkpointing, bool ticks, std::function<void()> wake);
+           bool checkpointing, bool ticks, bool timestamps, std::function<void()> wake);
   ~consumer();
   consumer(const consumer&) = delete;
   consumer& operator=(const consumer&) = delete;
@@ -208,9 +209,9 @@ class source_node final : public stream::node<void, T> {
 
   void on_start() {
     const bool ticks = static_cast<bool>(cfg_.stop) || (Timed && cfg_.idle_after.count() > 0);
-    reader_ = std::make_unique<detail::consumer>(cfg_, this->replica_index(), this->replica_count(),
-                                                 std::move(restored_), this->checkpointing(), ticks,
-                                                 [w = this->waker()] { w.wake(); });
+    reader_ =
+        std::make_unique<detail::consumer>(cfg_, this->replica_index(), this->replica_count(), std::move(restored_),
+                                           this->checkpointing(), ticks, Timed, [w = this->waker()] { w.wake(); });
   }
 
   bool produce() {
@@ -246,7 +247,7 @@ class source_node final : public stream::node<void, T> {
     if (!reader_) return;
     batch_ = {};
     stopped_ = true;
-    restored_ = reader_->positions();  // its final state
+    restored_ = reader_->positions();            // its final state
     if (this->hears_final_checkpoint()) return;  // committed with the graph's last checkpoint
     reader_->commit_positions(true);
     reader_.reset();
