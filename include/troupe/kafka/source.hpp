@@ -234,6 +234,7 @@ class source_node final : public stream::node<void, T> {
       }
       if constexpr (Timed) advance_watermark();
       if ((cfg_.bounded && reader_->at_end()) || (cfg_.stop && cfg_.stop())) return false;
+      if (cfg_.assign == assignment::static_partitions && reader_->partitions().empty()) return false;  // none here
       if (!this->checkpointing()) reader_->commit_positions(false);
       if (!reader_->take(batch_)) {
         this->hold();
