@@ -9,7 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -85,5 +88,38 @@ class process {
   pid_t pid_ = -1;
   int status_ = 0;
 };
+
+/// How kill_and_rerun went: the last run's exit code (as process::wait says)
+/// and how many runs were killed.
+struct rerun_result {
+  int code = -2;
+  int kills = 0;
+};
+
+/// Runs a program again and again, as a crash test does: `start` makes a
+/// new process each time; the first `kills` runs are killed with SIGKILL
+/// after a random pause of `from` to `to` (if they still run); the next run
+/// is waited for, up to `limit`. The pauses come from `seed`.
+inline rerun_result kill_and_rerun(const std::function<std::unique_ptr<process>()>& start, int kills,
+                                   std::chrono::milliseconds from, std::chrono::milliseconds to,
+                                   std::chrono::milliseconds limit, unsigned seed) {
+  std::mt19937 rng{seed};
+  rerun_result r;
+  for (int run = 0; run < kills + 1; ++run) {
+    auto p = start();
+    if (run < kills) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds{std::uniform_int_distribution<std::int64_t>{from.count(), to.count()}(rng)});
+      if (p->running()) {
+        p->kill(SIGKILL);
+        ++r.kills;
+        continue;
+      }
+    }
+    r.code = p->wait(limit);
+    break;
+  }
+  return r;
+}
 
 }  // namespace child_process

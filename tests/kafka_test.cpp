@@ -242,24 +242,15 @@ TEST_F(kafka_connector, a_program_killed_and_run_again_writes_each_record_once) 
   constexpr int n = 20000;
   kafka_mock::produce(mock_.brokers(), "in", numbered("m", 0, n), 4);
   const auto out = dir_ / "out.txt";
-  std::mt19937 rng{20261128};
-  int kills = 0, code = -2;
-  for (int run = 0; run < 30; ++run) {
-    child_process::process p{
-        {TROUPE_KAFKA_PIPE, mock_.brokers(), "in", "pipe", "file:" + out.string(), (dir_ / "ckpt").string(), "5"},
-        dir_ / "pipe.out",
-        dir_ / "pipe.err"};
-    if (run < 6) {  // kill it at a random moment, 6 times
-      std::this_thread::sleep_for(std::chrono::milliseconds{std::uniform_int_distribution<int>{100, 600}(rng)});
-      if (p.running()) {
-        p.kill(SIGKILL);
-        ++kills;
-        continue;
-      }
-    }
-    code = p.wait(120s);
-    break;
-  }
+  // Killed at a random moment, 6 times.
+  const auto [code, kills] = child_process::kill_and_rerun(
+      [&] {
+        return std::make_unique<child_process::process>(
+            std::vector<std::string>{TROUPE_KAFKA_PIPE, mock_.brokers(), "in", "pipe", "file:" + out.string(),
+                                     (dir_ / "ckpt").string(), "5"},
+            dir_ / "pipe.out", dir_ / "pipe.err");
+      },
+      6, 100ms, 600ms, 120s, 20261128);
   ASSERT_EQ(code, 0) << child_process::slurp(dir_ / "pipe.err");
   EXPECT_GE(kills, 3) << "most runs ended before their kill: the test checks too little";
   std::vector<std::string> seen = lines_of(out);

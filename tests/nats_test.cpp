@@ -294,21 +294,8 @@ TEST_F(nats_connector, at_least_once_a_graph_stopped_like_a_crash_and_run_again_
 TEST_F(nats_connector, a_program_killed_and_run_again_publishes_each_message_once) {
   constexpr int n = 20000;
   auto c = in_and_out(n);
-  std::mt19937 rng{20261128};
-  int kills = 0, code = -2;
-  for (int run = 0; run < 30; ++run) {
-    auto p = pipe();
-    if (run < 6) {  // kill it at a random moment, 6 times
-      std::this_thread::sleep_for(std::chrono::milliseconds{std::uniform_int_distribution<int>{50, 400}(rng)});
-      if (p->running()) {
-        p->kill(SIGKILL);
-        ++kills;
-        continue;
-      }
-    }
-    code = p->wait(60s);
-    break;
-  }
+  // Killed at a random moment, 6 times.
+  const auto [code, kills] = child_process::kill_and_rerun([&] { return pipe(); }, 6, 50ms, 400ms, 60s, 20261128);
   ASSERT_EQ(code, 0) << slurp(dir_ / "pipe.err");
   EXPECT_GE(kills, 3) << "most runs ended before their kill: the test checks too little";
   expect_each_once(*c, n);
@@ -401,21 +388,8 @@ TEST_F(nats_connector, troupe_fd_from_a_stream_to_a_stream_killed_and_run_again_
                                       (dir_ / "ckpt").string(),
                                       "--checkpoint-interval",
                                       "20"};
-  std::mt19937 rng{1128};
-  int kills = 0, code = -2;
-  for (int run = 0; run < 30; ++run) {
-    process p{args, dir_ / "app.out", dir_ / "app.err"};
-    if (run < 5) {
-      std::this_thread::sleep_for(std::chrono::milliseconds{std::uniform_int_distribution<int>{40, 250}(rng)});
-      if (p.running()) {
-        p.kill(SIGKILL);
-        ++kills;
-        continue;
-      }
-    }
-    code = p.wait(120s);
-    break;
-  }
+  const auto [code, kills] = child_process::kill_and_rerun(
+      [&] { return std::make_unique<process>(args, dir_ / "app.out", dir_ / "app.err"); }, 5, 40ms, 250ms, 120s, 1128);
   ASSERT_EQ(code, 0) << slurp(dir_ / "app.err");
   EXPECT_GE(kills, 2) << "most runs ended before their kill: the test checks too little";
   auto got = c.read_all("OUT");

@@ -35,9 +35,13 @@ void output_file::line(const std::string& s) {
 }
 
 namespace {
+/// Whether a node of this name is one of the application's sources: the
+/// replay source, or a log's (--input nats:// or kafka://).
+bool is_source(const std::string& name) { return name == "source" || name == "nats_source" || name == "kafka_source"; }
+
 constexpr std::pair<const char*, double> quantiles[] = {{"min", 0},    {"p5", 0.05},  {"p25", 0.25}, {"p50", 0.5},
                                                         {"p75", 0.75}, {"p95", 0.95}, {"max", 1}};
-}
+}  // namespace
 
 void run_result::print(std::ostream& out) const {
   out << app;
@@ -75,7 +79,7 @@ run_result collect(const std::string& app, const troupe::stream::graph_metrics& 
   r.malformed = malformed;
   r.parallelism = std::move(parallelism);
   for (auto& n : m.nodes) {
-    if (n.name == "source" || n.name == "nats_source") r.source_tuples += n.items_out;
+    if (is_source(n.name)) r.source_tuples += n.items_out;
     if (n.name == "sink") r.sink_tuples += n.items_in;
   }
   r.latency = m.latency;
@@ -230,7 +234,7 @@ progress_line::progress_line(std::string app, const troupe::stream::graph& g) : 
          next += std::chrono::seconds{1}) {
       std::uint64_t in = 0, out = 0;
       for (auto& n : graph_.metrics().nodes) {
-        if (n.name == "source" || n.name == "nats_source") in += n.items_out;
+        if (is_source(n.name)) in += n.items_out;
         if (n.name == "sink") out += n.items_in;
       }
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -156,8 +156,9 @@ class output_file {
 /// The base of an application's sink: its lines go to --output (one file
 /// shared by the replicas), or, with --checkpoint-dir, exactly once through a
 /// stream::file_sink of each replica's own (the first writes --output, the
-/// others --output.N), or to a NATS subject (--output nats://..., exactly
-/// once with --checkpoint-dir: connectors.hpp).
+/// others --output.N), or to a NATS subject or a Kafka topic (--output
+/// nats://... or kafka://..., exactly once with --checkpoint-dir:
+/// connectors.hpp).
 template <class In>
 class app_sink : public troupe::stream::node<In, void> {
  public:
@@ -166,54 +167,55 @@ class app_sink : public troupe::stream::node<In, void> {
   std::string exactly_once;        // --output with --checkpoint-dir (else "")
   std::function<void()> on_first;  // cli::on_first_output, until this replica's first element
 
-  /// Writes to `file`, or exactly once with --checkpoint-dir; takes the
-  /// flags' first-output hook.
+  /// Writes to `file`, or exactly once with --checkpoint-dir, or to a log;
+  /// takes the flags' first-output hook.
   void bind(output_file& file, const cli& c) {
     out = &file;
     on_first = c.on_first_output;
     if (is_nats(c.output)) {
 #if TROUPE_APPS_NATS
       nats_.emplace(nats_output(c), text_encoder{});
+      logs_ = true;
       return;
 #else
-      throw usage_error("--output " + c.output + ": this build has no troupe::nats (libnats-dev)");
+      throw missing_module("output", c.output);
+#endif
+    }
+    if (is_kafka(c.output)) {
+#if TROUPE_APPS_KAFKA
+      kafka_.emplace(kafka_output(c), text_encoder{});
+      logs_ = true;
+      return;
+#else
+      throw missing_module("output", c.output);
 #endif
     }
     if (!c.checkpoint_dir.empty()) exactly_once = c.output;
   }
 
   void on_start() {
-#if TROUPE_APPS_NATS
-    if (nats_) nats_->start(this->replica_index(), this->checkpointing(), this->hears_final_checkpoint());
-#endif
+    with_log(
+        [this](auto& w) { w.start(this->replica_index(), this->checkpointing(), this->hears_final_checkpoint()); });
     if (exactly_once.empty()) return;
     ensure();
     tx_->on_start();
   }
   void on_stop() {
-#if TROUPE_APPS_NATS
-    if (nats_) nats_->stop();
-#endif
+    with_log([](auto& w) { w.stop(); });
     if (tx_) tx_->on_stop();
   }
   void snapshot(troupe::stream::state_writer& w) {
-#if TROUPE_APPS_NATS
-    if (nats_) nats_->snapshot(w);
-#endif
+    with_log([&w](auto& l) { l.snapshot(w); });
     if (tx_) tx_->snapshot(w);
   }
   void restore(troupe::stream::state_reader& r) {
-#if TROUPE_APPS_NATS
-    if (nats_) nats_->restore(r);
-#endif
+    with_log([&r](auto& l) { l.restore(r); });
     if (exactly_once.empty()) return;
     ensure();
     tx_->restore(r);
   }
   void on_checkpoint_complete(std::uint64_t id) {
-#if TROUPE_APPS_NATS
-    if (nats_) nats_->complete(id);
-#endif
+    with_log([id](auto& w) { w.complete(id); });
     if (tx_) tx_->on_checkpoint_complete(id);
   }
 
@@ -223,16 +225,9 @@ class app_sink : public troupe::stream::node<In, void> {
     if (on_first) [[unlikely]]
       std::exchange(on_first, nullptr)();
   }
-  bool writes() const noexcept {
-#if TROUPE_APPS_NATS
-    if (nats_) return true;
-#endif
-    return tx_.has_value() || out->enabled();
-  }
+  bool writes() const noexcept { return logs_ || tx_.has_value() || out->enabled(); }
   void line(std::string s) {
-#if TROUPE_APPS_NATS
-    if (nats_) return nats_->write(s);
-#endif
+    if (logs_) return with_log([&s](auto& w) { w.write(s); });
     if (tx_) tx_->consume(s);
     else out->line(s);
   }
@@ -243,9 +238,24 @@ class app_sink : public troupe::stream::node<In, void> {
       tx_.emplace(this->replica_index() == 0 ? exactly_once
                                              : exactly_once + "." + std::to_string(this->replica_index()));
   }
-  std::optional<troupe::stream::file_sink> tx_;
+  /// f(writer) for the log writer of --output nats:// or kafka://, if any
+  /// (the two share start/write/stop/snapshot/restore/complete).
+  template <class F>
+  void with_log([[maybe_unused]] F f) {
 #if TROUPE_APPS_NATS
-  std::optional<line_writer> nats_;
+    if (nats_) f(*nats_);
+#endif
+#if TROUPE_APPS_KAFKA
+    if (kafka_) f(*kafka_);
+#endif
+  }
+  std::optional<troupe::stream::file_sink> tx_;
+  bool logs_ = false;  // --output names a log: a writer below takes the lines
+#if TROUPE_APPS_NATS
+  std::optional<nats_line_writer> nats_;
+#endif
+#if TROUPE_APPS_KAFKA
+  std::optional<kafka_line_writer> kafka_;
 #endif
 };
 
@@ -271,7 +281,8 @@ struct run_result {
 };
 
 /// Collects the figures of a finished graph: sources are the nodes of kind
-/// "source", sinks those of kind "sink".
+/// "source" (or "nats_source", "kafka_source": a log input), sinks those of
+/// kind "sink".
 run_result collect(const std::string& app, const troupe::stream::graph_metrics& m, std::uint64_t malformed,
                    std::vector<std::size_t> parallelism, double elapsed_s);
 
@@ -387,7 +398,7 @@ inline finished_graph watch_to_end(const std::string& app, const cli& c, metrics
 /// twice. (A rank whose part has ended removes its checkpoints, so no later
 /// run resumes after them.)
 inline void start_output_afresh(const cli& c, std::size_t rank, std::size_t ranks) {
-  if (c.checkpoint_dir.empty() || c.output.empty() || is_nats(c.output)) return;
+  if (c.checkpoint_dir.empty() || c.output.empty() || is_log(c.output)) return;
   if (troupe::stream::checkpoint_to_resume(c.checkpoint_dir, rank, ranks).restored != 0) return;
   std::ofstream f{c.output, std::ios::trunc};
   if (!f) throw std::runtime_error("cannot write the --output file '" + c.output + "'");

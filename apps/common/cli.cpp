@@ -40,14 +40,16 @@ constexpr common_flag common_flags[] = {
     {"parallelism", "LIST", "1 per operator", "replicas per operator, comma-separated, in this order:"},
     {"input", "PATH", "",
      "input file, loaded into memory first and replayed cyclically; troupe-wc and troupe-fd also read "
-     "nats://HOST:PORT/STREAM[/DURABLE] (NATS JetStream; with --passes, what it holds, then the end)"},
+     "nats://HOST:PORT/STREAM[/DURABLE] (NATS JetStream, durable default troupe-<app>) or "
+     "kafka://BROKER[,BROKER...]/TOPIC[/GROUP] (Kafka, the partitions spread over the source's replicas, offsets "
+     "committed to GROUP, default troupe-<app>); from either, with --passes, what it holds, then the end"},
     {"max-line", "BYTES", "1048576", "longest input line accepted; a longer one ends the run with an error"},
     {"batch", "N", "512", "elements a node handles per activation"},
     {"json", "PATH", "none", "write the run summary as JSON (also after an interrupt)"},
     {"passes", "N", "none: until --duration", "replay the input N times (N >= 1), then end of stream"},
     {"output", "PATH", "none",
-     "write what reaches the sink, one tuple per line; or publish each to nats://HOST:PORT/SUBJECT (exactly once "
-     "with --checkpoint-dir)"},
+     "write what reaches the sink, one tuple per line; or publish each to nats://HOST:PORT/SUBJECT, or produce each "
+     "to kafka://BROKER[,BROKER...]/TOPIC (either exactly once with --checkpoint-dir; Kafka: in transactions)"},
     {"metrics-port", "PORT", "none",
      "serve live metrics while it runs: Prometheus text at /metrics and a dashboard at / on 127.0.0.1:PORT (0: any "
      "free port; the address is printed)"},
@@ -182,6 +184,7 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
     } else if (name == "input") {
       if (value.empty()) throw usage_error("--input: expected a path, got ''");
       if (is_nats(value)) (void)parse_nats_url(value, "input", true);
+      if (is_kafka(value)) (void)parse_kafka_url(value, "input", true);
       c.input = value;
     } else if (name == "max-line") {
       c.max_line = static_cast<std::size_t>(parse_whole(flag, value, 1, no_limit));
@@ -193,6 +196,7 @@ cli cli::parse(int argc, char** argv, const std::vector<std::string>& operators,
       c.passes = parse_whole(flag, value, 1, no_limit);
     } else if (name == "output") {
       if (is_nats(value)) (void)parse_nats_url(value, "output", false);
+      if (is_kafka(value)) (void)parse_kafka_url(value, "output", false);
       c.output = value;
     } else if (name == "metrics-port") {
       c.metrics_port = static_cast<int>(parse_whole(flag, value, 0, 65535));

@@ -355,8 +355,8 @@ outcome run(troupe::actor_system& sys, const cli& c, bool keep) {
   if (c.replicas(8) != 1)
     throw usage_error("--parallelism: the sink joins the three branches and has one replica, got " +
                       std::to_string(c.replicas(8)));
-  if (is_nats(c.input))
-    throw usage_error("--input " + c.input + ": troupe-lr reads a file (troupe-wc and troupe-fd read NATS)");
+  if (is_log(c.input))
+    throw usage_error("--input " + c.input + ": troupe-lr reads a file (troupe-wc and troupe-fd read NATS or Kafka)");
   auto lines =
       std::make_shared<std::vector<std::string>>(c.input.empty() ? generate(c) : read_lines(c.input, c.max_line));
   auto in = load(*lines);

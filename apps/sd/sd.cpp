@@ -142,8 +142,8 @@ outcome run(troupe::actor_system& sys, const cli& c) {
   avg.mean = moving_mean{static_cast<std::size_t>(w)};
   detector det;
   det.threshold = positive("threshold", c.extra.at("threshold"));
-  if (is_nats(c.input))
-    throw usage_error("--input " + c.input + ": troupe-sd reads a file (troupe-wc and troupe-fd read NATS)");
+  if (is_log(c.input))
+    throw usage_error("--input " + c.input + ": troupe-sd reads a file (troupe-wc and troupe-fd read NATS or Kafka)");
   auto lines = c.input.empty() ? generate(1'000'000) : read_lines(c.input, c.max_line);
   std::uint64_t malformed = 0;
   auto data = load<reading>(lines, [](const std::string& l, reading& r) { return parse(l, r); }, malformed);

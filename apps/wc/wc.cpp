@@ -93,7 +93,7 @@ outcome run(troupe::actor_system& sys, const cli& c) {
   if (out.enabled()) {
     out.line("# final counts");
     for (auto& [w, n] : r.final_counts) out.line(w + ' ' + std::to_string(n));
-  } else if (checkpoints && !c.output.empty() && !is_nats(c.output) && !r.result.interrupted) {
+  } else if (checkpoints && !c.output.empty() && !is_log(c.output) && !r.result.interrupted) {
     // After the graph's end (its checkpoints are gone: a crash from here on
     // reruns the whole job, and the sink starts the file afresh).
     std::ofstream f{c.output, std::ios::app};

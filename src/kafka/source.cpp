@@ -322,7 +322,7 @@ consumer::consumer(const source_config& cfg, std::size_t replica, std::size_t re
     check(impl_->name + ": subscribing", rd_kafka_subscribe(impl_->rk, l.get()));
   }
   impl_->last_commit_ns = steady_ns();
-  if (ticks) impl_->ticker = std::thread{[this] { impl_->tick(); }};
+  if (ticks) impl_->ticker = std::thread{[s = impl_.get()] { s->tick(); }};  // (impl_ is null while ~consumer joins it)
 }
 
 consumer::~consumer() {
@@ -369,6 +369,18 @@ bool consumer::take(fetched& out) {
     return false;
   }
   return true;
+}
+
+void consumer::catch_up() {
+  list_ptr l = new_list(parts_.size());
+  for (std::size_t p = 0; p < parts_.size(); ++p)
+    if (parts_[p].assigned && !parts_[p].revoked && parts_[p].next < parts_[p].end)
+      rd_kafka_topic_partition_list_add(l.get(), impl_->cfg.topic.c_str(), static_cast<std::int32_t>(p));
+  if (l->cnt == 0 || rd_kafka_position(impl_->rk, l.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+  for (int i = 0; i < l->cnt; ++i) {
+    auto& p = parts_[static_cast<std::size_t>(l->elems[i].partition)];
+    if (l->elems[i].offset > p.next) p.next = l->elems[i].offset;
+  }
 }
 
 bool consumer::at_end() const noexcept {

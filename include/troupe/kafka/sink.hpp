@@ -119,7 +119,7 @@ class sink_writer {
     final_commit_ = final_commit;
     ++run_;  // 1 afresh, one more than the run restored
     open();
-    if (!epochs_.empty()) commit_epochs(std::uint64_t(-1), true);  // restored: what the marker lacks
+    if (!epochs_.empty()) commit_epochs(all, true);  // restored: what the marker lacks
   }
 
   void write(const T& x) {
@@ -141,7 +141,7 @@ class sink_writer {
     // the node's final state, for the graph's last checkpoint (complete());
     // else it goes out now.
     if (held_ && final_commit_) return;
-    if (held_) commit_epochs(std::uint64_t(-1), false);
+    if (held_) commit_epochs(all, false);
     pub_->flush();
   }
 
@@ -169,10 +169,10 @@ class sink_writer {
       held_ = true;
       ++run_;
       open();
-      commit_epochs(std::uint64_t(-1), true);
+      commit_epochs(all, true);  // the end of the stream too
       return;
     }
-    if (held_) commit_epochs(stopped_ ? std::uint64_t(-1) : id, false);
+    if (held_) commit_epochs(stopped_ ? all : id, false);
   }
 
   /// What arrived between two barriers (public for the state writer).
@@ -237,14 +237,16 @@ class sink_writer {
     cur_ = epoch{};
   }
 
-  /// Produces the epochs up to checkpoint `upto` in one transaction, with
-  /// the last one's marker; `skip_committed`: leaves out those the marker
-  /// says are in Kafka already (after a restore).
+  static constexpr std::uint64_t all = std::uint64_t(-1);  // every epoch, the stream's end too
+
+  /// Produces the epochs up to checkpoint `upto` (all: the stream's end
+  /// too) in one transaction, with the last one's marker; `skip_committed`:
+  /// leaves out those the marker says are in Kafka already (after a restore).
   void commit_epochs(std::uint64_t upto, bool skip_committed) {
     std::pair<std::uint64_t, std::uint64_t> done{0, 0};
     if (skip_committed) done = pub_->committed_marker();
     std::size_t n = 0;
-    while (n < epochs_.size() && (epochs_[n].checkpoint != 0 ? epochs_[n].checkpoint <= upto : stopped_)) ++n;
+    while (n < epochs_.size() && (epochs_[n].checkpoint != 0 ? epochs_[n].checkpoint <= upto : upto == all)) ++n;
     if (n == 0) return;
     pub_->begin();
     for (std::size_t i = 0; i < n; ++i) {

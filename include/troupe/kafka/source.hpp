@@ -165,6 +165,10 @@ class consumer {
   bool take(fetched& out);
   /// Every partition read up to its end (bounded).
   bool at_end() const noexcept;
+  /// With nothing queued: moves each position on to librdkafka's, past
+  /// what a consumer never sees (transaction markers), so that a bounded
+  /// source of a transactional topic reaches its end.
+  void catch_up();
   /// The offsets of the partitions it reads (its state).
   std::vector<offset> positions() const;
   /// A checkpoint's snapshot: its positions, and, for the revoked
@@ -237,6 +241,10 @@ class source_node final : public stream::node<void, T> {
       if (cfg_.assign == assignment::static_partitions && reader_->partitions().empty()) return false;  // none here
       if (!this->checkpointing()) reader_->commit_positions(false);
       if (!reader_->take(batch_)) {
+        if (cfg_.bounded) {
+          reader_->catch_up();
+          if (reader_->at_end()) return false;
+        }
         this->hold();
         return true;
       }
