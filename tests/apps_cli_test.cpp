@@ -654,11 +654,21 @@ class apps_chaos : public apps_cli_binary {
       if (c.err().find("resumed from checkpoint") != std::string::npos) ++resumed;
     }
     EXPECT_EQ(kills, kills_wanted);
-    child last{app, run_flags(0), dir_};
-    EXPECT_TRUE(last.wait());
-    errs += last.err();
-    EXPECT_EQ(last.exit_code(), 0) << last.err();
-    if (last.err().find("resumed from checkpoint") != std::string::npos) ++resumed;
+    auto last = std::make_unique<child>(app, run_flags(0), dir_);
+    EXPECT_TRUE(last->wait());
+    // A checkpoint taken after a replica of a varied stage had finished can
+    // only resume with that stage's replica count (the engine says so and
+    // exits 2): the next variations come to it, as a user would.
+    for (int k = 1; varied && k <= 3 && last->exit_code() == 2 &&
+                    last->err().find("had finished (resume with its") != std::string::npos;
+         ++k) {
+      errs += last->err();
+      last = std::make_unique<child>(app, run_flags(k), dir_);
+      EXPECT_TRUE(last->wait());
+    }
+    errs += last->err();
+    EXPECT_EQ(last->exit_code(), 0) << last->err();
+    if (last->err().find("resumed from checkpoint") != std::string::npos) ++resumed;
     EXPECT_GT(resumed, 0) << "no run resumed from a checkpoint: the kills fell too early or too late";
     const auto expected = slurp(path("expected.txt")), got = slurp(path("out.txt"));
     EXPECT_FALSE(expected.empty());
