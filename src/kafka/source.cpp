@@ -181,31 +181,53 @@ struct consumer::impl {
     rd_kafka_queue_cb_event_enable(queue, &impl::on_event, this);
   }
 
+  /// Each partition's earliest (which = RD_KAFKA_OFFSET_BEGINNING) or
+  /// latest (RD_KAFKA_OFFSET_END: with read_committed, the last stable)
+  /// offset: one request per leader, not one per partition.
+  std::vector<std::int64_t> edge(const rd_kafka_topic_partition_list_t* l, std::int64_t which) {
+    list_ptr q{rd_kafka_topic_partition_list_copy(l)};
+    for (int i = 0; i < q->cnt; ++i) q->elems[i].offset = which;
+    check(name + ": the partitions' offsets", rd_kafka_offsets_for_times(rk, q.get(), timeout_ms(cfg.client)));
+    std::vector<std::int64_t> out(static_cast<std::size_t>(q->cnt));
+    for (int i = 0; i < q->cnt; ++i) {
+      check(name + ": the offsets of partition " + std::to_string(q->elems[i].partition), q->elems[i].err);
+      out[static_cast<std::size_t>(i)] = q->elems[i].offset;
+    }
+    return out;
+  }
+
   /// Where partitions start: the restored offset, else the committed one,
-  /// else as cfg.start says (the low or high watermark). `keep_later`: the
-  /// committed offset wins where it is beyond the restored one (another
+  /// else as cfg.start says (the earliest or latest offset). `keep_later`:
+  /// the committed offset wins where it is beyond the restored one (another
   /// member of the group read on meanwhile).
   void start_offsets(rd_kafka_topic_partition_list_t* l, bool keep_later) {
-    const int t = timeout_ms(cfg.client);
-    if (!cfg.group.empty() && cfg.start == start_from::committed)
-      check(name + ": reading the group's committed offsets", rd_kafka_committed(rk, l, t));
+    if (l->cnt == 0) return;  // (a cooperative rebalance may assign nothing new)
+    const bool use_committed = !cfg.group.empty() && cfg.start == start_from::committed;
+    if (use_committed)
+      check(name + ": reading the group's committed offsets", rd_kafka_committed(rk, l, timeout_ms(cfg.client)));
+    const auto restored_at = [&](std::int32_t p) {
+      return std::find_if(restored.begin(), restored.end(), [&](const offset& o) { return o.partition == p; });
+    };
+    bool need_low = false;
+    for (int i = 0; i < l->cnt; ++i)
+      need_low = need_low || (cfg.start != start_from::latest && (!use_committed || l->elems[i].offset < 0) &&
+                              restored_at(l->elems[i].partition) == restored.end());
+    const auto hi = edge(l, RD_KAFKA_OFFSET_END);  // where a bounded source ends, and `latest`
+    const auto lo = need_low ? edge(l, RD_KAFKA_OFFSET_BEGINNING) : std::vector<std::int64_t>{};
     for (int i = 0; i < l->cnt; ++i) {
       auto& tp = l->elems[i];
-      const std::int64_t committed = cfg.group.empty() || cfg.start != start_from::committed ? -1 : tp.offset;
-      const auto r =
-          std::find_if(restored.begin(), restored.end(), [&](const offset& o) { return o.partition == tp.partition; });
-      std::int64_t lo = 0, hi = 0;
-      check(name + ": the offsets of partition " + std::to_string(tp.partition),
-            rd_kafka_query_watermark_offsets(rk, cfg.topic.c_str(), tp.partition, &lo, &hi, t));
-      std::int64_t at = cfg.start == start_from::latest ? hi : lo;
+      const auto k = static_cast<std::size_t>(i);
+      const std::int64_t committed = use_committed ? tp.offset : -1;
+      std::int64_t at = cfg.start == start_from::latest ? hi[k] : (need_low ? lo[k] : 0);
       if (committed >= 0) at = committed;
-      if (r != restored.end()) at = keep_later ? std::max(r->next, committed) : r->next;
+      if (const auto r = restored_at(tp.partition); r != restored.end())
+        at = keep_later ? std::max(r->next, committed) : r->next;
       tp.offset = at;
       partition_state& p = part(tp.partition);
       p = partition_state{};
       p.assigned = true;
       p.next = at;
-      p.end = hi;
+      p.end = hi[k];
     }
   }
 
