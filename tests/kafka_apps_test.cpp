@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "child_process.hpp"
+#include "connector_support.hpp"
 #include "kafka_mock.hpp"
 
 namespace {
@@ -31,21 +32,7 @@ namespace fs = std::filesystem;
 using child_process::process;
 using child_process::slurp;
 using namespace std::chrono_literals;
-
-fs::path fresh_dir(const std::string& name) {
-  const auto p = fs::path{::testing::TempDir()} / ("troupe_kafka_apps_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-/// The lines of a file (without their '\n').
-std::vector<std::string> lines_of(const fs::path& p) {
-  std::vector<std::string> out;
-  std::ifstream in{p};
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
+using connector_support::lines_of;
 
 std::vector<std::string> sorted(std::vector<std::string> v) {
   std::sort(v.begin(), v.end());
@@ -106,7 +93,10 @@ std::vector<std::int64_t> low_watermarks(const std::string& brokers, const std::
 
 class kafka_apps : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = fresh_dir(::testing::UnitTest::GetInstance()->current_test_info()->name()); }
+  void SetUp() override {
+    dir_ = connector_support::fresh_dir("troupe_kafka_apps_",
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
   /// The flag value naming `path` (TOPIC or TOPIC/GROUP) on the mock cluster.
   std::string url(const std::string& path) const { return "kafka://" + mock_.brokers() + "/" + path; }
 
@@ -220,7 +210,7 @@ TEST_F(kafka_apps, troupe_fd_from_a_topic_to_a_topic_killed_and_run_again_loses_
 }
 
 TEST(kafka_apps_flags, a_malformed_kafka_url_is_refused_naming_the_flag) {
-  const auto dir = fresh_dir("flags");
+  const auto dir = connector_support::fresh_dir("troupe_kafka_apps_", "flags");
   const auto refused = [&](const std::vector<std::string>& args, const std::string& words) {
     EXPECT_EQ(run_app(args, dir), 2) << slurp(dir / "app.err");
     EXPECT_NE(slurp(dir / "app.err").find(words), std::string::npos) << slurp(dir / "app.err");

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "child_process.hpp"
+#include "connector_support.hpp"
 #include "kafka_mock.hpp"
 #include "troupe/kafka.hpp"
 #include "troupe/troupe.hpp"
@@ -35,51 +36,7 @@ namespace st = troupe::stream;
 namespace kafka = troupe::kafka;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-fs::path fresh_dir(const std::string& name) {
-  const auto p = fs::path{::testing::TempDir()} / ("troupe_kafka_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-std::vector<std::string> numbered(const std::string& prefix, int from, int to) {
-  std::vector<std::string> v;
-  for (int i = from; i < to; ++i) v.push_back(prefix + std::to_string(i));
-  return v;
-}
-
-/// What stopped g (its wait() rethrows it), "" if nothing did.
-std::string failure_of(const st::graph& g, std::chrono::seconds limit = 60s) {
-  try {
-    if (!g.wait_for(limit)) return "still running after the limit";
-    return {};
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
-/// Collects strings (any thread).
-struct collected {
-  std::mutex m;
-  std::vector<std::string> items;
-  auto sink() {
-    return st::sink([this](const std::string& s) {
-      std::lock_guard<std::mutex> g{m};
-      items.push_back(s);
-    });
-  }
-  std::size_t size() {
-    std::lock_guard<std::mutex> g{m};
-    return items.size();
-  }
-  std::vector<std::string> sorted() {
-    std::lock_guard<std::mutex> g{m};
-    auto v = items;
-    std::sort(v.begin(), v.end());
-    return v;
-  }
-};
+using namespace connector_support;
 
 /// How many of prefix0 .. prefix<n-1> appear in `seen`, and how many times
 /// in all (duplicates show as total > distinct).
@@ -102,7 +59,9 @@ tally count_each(const std::vector<std::string>& seen, const std::string& prefix
 
 class kafka_connector : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = fresh_dir(::testing::UnitTest::GetInstance()->current_test_info()->name()); }
+  void SetUp() override {
+    dir_ = fresh_dir("troupe_kafka_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
   kafka::client_config at() const { return {.brokers = mock_.brokers()}; }
   kafka::source_config in(std::string group = "g") const {
     return {.client = at(), .topic = "in", .group = std::move(group), .bounded = true};
@@ -119,7 +78,7 @@ TEST_F(kafka_connector, a_bounded_source_reads_every_partition_once_over_its_rep
   troupe::actor_system sys{troupe::config{.workers = 2}};
   collected got;
   auto g = troupe::spawn_pattern(sys, troupe::pipeline{troupe::farm{kafka::text_source(in()), 3}, got.sink()});
-  ASSERT_EQ(failure_of(g), "");
+  ASSERT_EQ(failure_of(g, 60s), "");
   const auto t = count_each(got.sorted(), "m", n);
   EXPECT_EQ(t.missing, 0);
   EXPECT_EQ(t.extra, 0);
@@ -132,12 +91,12 @@ TEST_F(kafka_connector, a_fresh_run_goes_on_from_the_group_s_committed_offsets) 
   collected first, second;
   {
     auto g = troupe::spawn_pattern(sys, troupe::pipeline{kafka::text_source(in()), first.sink()});
-    ASSERT_EQ(failure_of(g), "");
+    ASSERT_EQ(failure_of(g, 60s), "");
   }
   kafka_mock::produce(mock_.brokers(), "in", numbered("b", 0, 50), 2);
   {
     auto g = troupe::spawn_pattern(sys, troupe::pipeline{kafka::text_source(in()), second.sink()});
-    ASSERT_EQ(failure_of(g), "");
+    ASSERT_EQ(failure_of(g, 60s), "");
   }
   EXPECT_EQ(first.size(), 100U);
   const auto t = count_each(second.sorted(), "b", 50);
@@ -151,7 +110,7 @@ TEST_F(kafka_connector, a_decoder_that_throws_fails_the_graph_naming_the_record)
   troupe::actor_system sys{troupe::config{.workers = 2}};
   auto src = kafka::source<int>(in(), [](const kafka::message& m) { return std::stoi(std::string{m.value}); });
   auto g = troupe::spawn_pattern(sys, troupe::pipeline{src, st::sink([](int) {})});
-  const auto why = failure_of(g);
+  const auto why = failure_of(g, 60s);
   EXPECT_NE(why.find("kafka source 'in'"), std::string::npos) << why;
   EXPECT_NE(why.find("record 0@2"), std::string::npos) << why;
   EXPECT_NE(why.find("stoi"), std::string::npos) << why;
@@ -181,13 +140,13 @@ TEST_F(kafka_connector, bad_settings_are_refused_naming_them) {
   bad_prop.client.properties = {{"no.such.property", "1"}};
   auto g1 =
       troupe::spawn_pattern(sys, troupe::pipeline{kafka::text_source(bad_prop), st::sink([](const std::string&) {})});
-  EXPECT_NE(failure_of(g1).find("the user's property no.such.property=1"), std::string::npos);
+  EXPECT_NE(failure_of(g1, 60s).find("the user's property no.such.property=1"), std::string::npos);
   auto missing = in();
   missing.topic = "nothing_here";
   mock_.topic_error("nothing_here", RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);  // the mock makes any topic asked for
   auto g2 =
       troupe::spawn_pattern(sys, troupe::pipeline{kafka::text_source(missing), st::sink([](const std::string&) {})});
-  const auto why = failure_of(g2);
+  const auto why = failure_of(g2, 60s);
   EXPECT_NE(why.find("kafka source 'nothing_here'"), std::string::npos) << why;
   EXPECT_NE(why.find("does not exist"), std::string::npos) << why;
 }
@@ -205,7 +164,7 @@ TEST_F(kafka_connector, the_sink_produces_every_element_once_in_either_mode_with
                                 return "e" + std::to_string(i++);
                               }),
                               troupe::farm{kafka::text_sink({.client = at(), .topic = topic, .mode = mode}), 2}});
-    ASSERT_EQ(failure_of(g), "");
+    ASSERT_EQ(failure_of(g, 60s), "");
     const auto t = count_each(kafka_mock::read_all(mock_.brokers(), topic), "e", 2000);
     EXPECT_EQ(t.missing, 0) << topic;
     EXPECT_EQ(t.extra, 0) << topic;
@@ -223,18 +182,10 @@ TEST_F(kafka_connector, with_checkpoints_the_sink_commits_a_transaction_per_chec
       troupe::pipeline{troupe::farm{kafka::text_source(in()), 2}, st::map([](std::string s) { return s + ":done"; }),
                        kafka::text_sink({.client = at(), .topic = "out"})},
       {.checkpoint = {.dir = (dir_ / "ckpt").string(), .interval = 20ms}});
-  ASSERT_EQ(failure_of(g), "");
+  ASSERT_EQ(failure_of(g, 60s), "");
   const auto t = count_each(kafka_mock::read_all(mock_.brokers(), "out"), "m", n, ":done");
   EXPECT_EQ(t.missing, 0);
   EXPECT_EQ(t.extra, 0);
-}
-
-/// The lines of a file (without their '\n').
-std::vector<std::string> lines_of(const fs::path& p) {
-  std::vector<std::string> out;
-  std::ifstream in{p};
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
 }
 
 TEST_F(kafka_connector, a_program_killed_and_run_again_writes_each_record_once) {
@@ -302,8 +253,8 @@ TEST_F(kafka_connector, a_consumer_group_that_rebalances_mid_run_loses_and_repea
   for (int i = 0; i < 600 && !distinct(); ++i) std::this_thread::sleep_for(50ms);
   std::this_thread::sleep_for(300ms);  // anything read twice would show now
   stop = true;
-  ASSERT_EQ(failure_of(ga), "");
-  ASSERT_EQ(failure_of(gb), "");
+  ASSERT_EQ(failure_of(ga, 60s), "");
+  ASSERT_EQ(failure_of(gb, 60s), "");
   EXPECT_GT(b.size(), 0U) << "the second member got no partition: no rebalance was tested";
   auto all = a.sorted();
   for (const auto& s : b.sorted()) all.push_back(s);
@@ -337,7 +288,7 @@ TEST_F(kafka_connector, a_timed_source_s_watermark_is_the_slowest_partition_s_ti
       sys, troupe::pipeline{
                kafka::timed_source<std::string>(cfg, [](const kafka::message& m) { return std::string{m.value}; }),
                watermark_log{seen}});
-  ASSERT_EQ(failure_of(g), "");
+  ASSERT_EQ(failure_of(g, 60s), "");
   ASSERT_FALSE(seen->empty());
   EXPECT_TRUE(std::is_sorted(seen->begin(), seen->end()));
   // Never past what the slower partition has sent minus the lag; the last
@@ -365,7 +316,7 @@ TEST_F(kafka_connector, an_idle_partition_holds_the_watermark_back_only_until_id
                watermark_log{seen}});
   std::this_thread::sleep_for(1500ms);
   stop = true;
-  ASSERT_EQ(failure_of(g), "");
+  ASSERT_EQ(failure_of(g, 60s), "");
   std::uint64_t top = 0;
   for (auto w : *seen)
     if (w < std::uint64_t(-1) / 2) top = std::max(top, w);
@@ -407,7 +358,7 @@ TEST(kafka_real_broker, a_graph_stopped_like_a_crash_and_run_again_commits_each_
   if (brokers == nullptr || *brokers == '\0')
     GTEST_SKIP() << "set TROUPE_KAFKA_BROKERS=host:port to run exactly-once checks against a real broker "
                     "(librdkafka's mock cluster keeps no transactional offsets)";
-  const auto dir = fresh_dir("real_broker");
+  const auto dir = fresh_dir("troupe_kafka_", "real_broker");
   const std::string suffix = std::to_string(std::random_device{}());
   const std::string in_topic = "troupe_eo_in_" + suffix, out_topic = "troupe_eo_out_" + suffix;
   constexpr int n = 20000;

@@ -17,7 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "nats_support.hpp"
+#include "connector_support.hpp"
+#include "nats_server.hpp"
 #include "troupe/nats.hpp"
 #include "troupe/troupe.hpp"
 
@@ -26,13 +27,14 @@ namespace {
 namespace st = troupe::stream;
 namespace nats = troupe::nats;
 using namespace nats_support;
+using namespace connector_support;
 using namespace std::chrono_literals;
 
 class nats_connector : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!server::installed()) GTEST_SKIP() << "nats-server is not installed (scripts/setup installs it)";
-    dir_ = fresh_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fresh_dir("troupe_nats_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     srv_ = std::make_unique<server>(dir_);
   }
   nats::connection_config at() const { return {.servers = srv_->url(), .give_up_after = 20s}; }
@@ -50,36 +52,9 @@ class nats_connector : public ::testing::Test {
         std::vector<std::string>{TROUPE_NATS_PIPE, srv_->url(), "IN", "pipe", "out", (dir_ / "ckpt").string(), "5"},
         dir_ / "pipe.out", dir_ / "pipe.err");
   }
-  static std::vector<std::string> numbered(const std::string& prefix, int from, int to) {
-    std::vector<std::string> v;
-    for (int i = from; i < to; ++i) v.push_back(prefix + std::to_string(i));
-    return v;
-  }
 
   fs::path dir_;
   std::unique_ptr<server> srv_;
-};
-
-/// What stopped g (its wait() rethrows it), "" if nothing did.
-std::string failure_of(const st::graph& g) {
-  try {
-    if (!g.wait_for(30s)) return "still running after 30 s";
-    return {};
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
-/// Collects strings (any thread).
-struct collected {
-  std::mutex m;
-  std::vector<std::string> items;
-  auto sink() {
-    return st::sink([this](const std::string& s) {
-      std::lock_guard<std::mutex> g{m};
-      items.push_back(s);
-    });
-  }
 };
 
 TEST_F(nats_connector, a_bounded_source_reads_the_stream_in_order_and_ends) {
@@ -125,7 +100,7 @@ TEST_F(nats_connector, a_decoder_that_throws_fails_the_graph_naming_the_message)
   auto src = nats::source<int>({.connection = at(), .stream = "IN", .durable = "r", .bounded = true},
                                [](const nats::message& m) { return std::stoi(std::string{m.data}); });
   auto g = troupe::spawn_pattern(sys, troupe::pipeline{src, st::sink([](int) {})});
-  const auto e = failure_of(g);
+  const auto e = failure_of(g, 30s);
   EXPECT_NE(e.find("message 3 on 'in'"), std::string::npos) << e;
   EXPECT_NE(e.find("stoi"), std::string::npos) << e;
 }
@@ -152,19 +127,19 @@ TEST_F(nats_connector, bad_settings_are_refused_naming_them) {
   auto g1 = troupe::spawn_pattern(
       sys, troupe::pipeline{nats::text_source({.connection = at(), .stream = "NOPE", .durable = "r", .bounded = true}),
                             st::sink([](const std::string&) {})});
-  const auto e1 = failure_of(g1);
+  const auto e1 = failure_of(g1, 30s);
   EXPECT_NE(e1.find("nats source 'NOPE/r'"), std::string::npos) << e1;
   EXPECT_NE(e1.find("stream not found"), std::string::npos) << e1;
   auto g2 = troupe::spawn_pattern(
       sys, troupe::pipeline{nats::text_source({.connection = at(), .stream = "IN", .durable = "r", .bounded = true}),
                             nats::text_sink({.connection = at(), .subject = "nowhere"})});
-  const auto e2 = failure_of(g2);
+  const auto e2 = failure_of(g2, 30s);
   EXPECT_NE(e2.find("no JetStream stream captures subject 'nowhere'"), std::string::npos) << e2;
   // A farm of sources: one replica per consumer.
   auto g3 = troupe::spawn_pattern(
       sys, troupe::pipeline{troupe::farm{nats::text_source({.connection = at(), .stream = "IN", .durable = "r"}), 2},
                             st::sink([](const std::string&) {})});
-  const auto e3 = failure_of(g3);
+  const auto e3 = failure_of(g3, 30s);
   EXPECT_NE(e3.find("runs as 1 replica, not 2"), std::string::npos) << e3;
 }
 
@@ -177,7 +152,7 @@ TEST_F(nats_connector, a_quiet_stream_is_no_failure) {
   auto g = troupe::spawn_pattern(
       sys, troupe::pipeline{nats::text_source({.connection = conn, .stream = "IN", .durable = "r", .poll = 50ms}),
                             st::sink([](const std::string&) {})});
-  EXPECT_FALSE(g.wait_for(2s)) << failure_of(g);  // many polls, each answered "nothing now"
+  EXPECT_FALSE(g.wait_for(2s)) << failure_of(g, 30s);  // many polls, each answered "nothing now"
   g.cancel();
   g.wait_for(30s);
 }
@@ -196,7 +171,7 @@ TEST_F(nats_connector, a_consumer_deleted_under_the_source_fails_the_graph_with_
   for (int i = 0; i < 1000 && seen < 10; ++i) std::this_thread::sleep_for(10ms);
   ASSERT_EQ(seen.load(), 10);
   c.delete_consumer("IN", "r");
-  const auto e = failure_of(g);
+  const auto e = failure_of(g, 30s);
   EXPECT_NE(e.find("nats source 'IN/r': asking for messages: the server said"), std::string::npos) << e;
 }
 
@@ -313,14 +288,6 @@ TEST_F(nats_connector, a_server_killed_and_started_again_mid_run_loses_and_repea
   }
   ASSERT_EQ(p->wait(90s), 0) << slurp(dir_ / "pipe.err");
   expect_each_once(*c, n);  // c has reconnected meanwhile
-}
-
-/// The lines of a file (without their '\n').
-std::vector<std::string> lines_of(const fs::path& p) {
-  std::vector<std::string> out;
-  std::ifstream in{p};
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
 }
 
 /// Runs an application binary to its end (bounded); its exit code.
