@@ -3,11 +3,14 @@
 
 usage: bench_table.py RESULTS.jsonl [--markdown] [--bench NAME[,NAME...]]
 
-One row per (benchmark, parameter variant, metric, implementation):
+One row per (benchmark, parameter variant, metric, phase, implementation):
 the median with its unit and the min-max spread over the runs, the ratio to
-troupe (oriented so that > 1 means troupe is better, < 1 means troupe is
-worse), and the medians of user CPU, system CPU and peak RSS of the run's
-process. When the file holds several results for the same row (the file is
+troupe in the same phase (oriented so that > 1 means troupe is better, < 1
+means troupe is worse), and the medians of user CPU, system CPU and peak RSS
+of the run's process. The phase is the machine's when the runs ran (the
+harness probes a cache line's round trip before and after each run): near,
+far, mixed (the probes around a run disagreed) or unknown (a probe got no
+answer: a loaded machine); "-" for instruction counts, which have none. When the file holds several results for the same row (the file is
 appended to), the last one wins. Standard library only.
 """
 
@@ -53,7 +56,7 @@ def load(path):
                 print(f"{path}:{lineno}: skipping bad JSON line: {e}", file=sys.stderr)
                 continue
             key = (obj.get("bench"), obj.get("variant") or params_label(obj),
-                   obj.get("metric"), obj.get("impl"))
+                   obj.get("metric"), obj.get("phase"), obj.get("impl"))
             if key not in rows:
                 order.append(key)
             rows[key] = obj
@@ -82,16 +85,17 @@ def build_rows(objs, only=None):
     for o in objs:
         if only and o.get("bench") not in only:
             continue
-        key = (o.get("bench"), o.get("variant") or params_label(o), o.get("metric"))
+        key = (o.get("bench"), o.get("variant") or params_label(o), o.get("metric"), o.get("phase"))
         if key not in groups:
             groups[key] = []
             order.append(key)
         groups[key].append(o)
-    header = ["benchmark", "variant", "impl", "median", "min-max",
+    header = ["benchmark", "variant", "phase", "impl", "median", "min-max",
               "vs troupe", "user s", "sys s", "peak RSS MiB", "runs"]
     table = []
     for key in order:
-        bench, variant, metric = key
+        bench, variant, metric, phase = key
+        phase = phase or "-"
         items = sorted(groups[key], key=lambda o: (IMPL_ORDER.get(o.get("impl"), 9), o.get("impl")))
         troupe = next((o for o in items if o.get("impl") == "troupe"
                        and o.get("status", "ok") == "ok" and o.get("value") is not None), None)
@@ -106,7 +110,7 @@ def build_rows(objs, only=None):
                     note += ": " + o["reason"]
                 elif o.get("failures"):
                     note += ": " + o["failures"][0]
-                table.append([bench_cell, variant, o.get("impl", "?"), note,
+                table.append([bench_cell, variant, phase, o.get("impl", "?"), note,
                               "", "", "", "", "", f"0/{o.get('runs_requested', '?')}"])
                 continue
             r = ratio_to_troupe(o, troupe)
@@ -115,7 +119,7 @@ def build_rows(objs, only=None):
             if o.get("failed_runs"):
                 runs += f" ({o['failed_runs']} FAILED)"
             table.append([
-                bench_cell, variant, o.get("impl", "?"),
+                bench_cell, variant, phase, o.get("impl", "?"),
                 f"{human(o.get('median', o.get('value')))} {unit}",
                 f"{human(o.get('min'))} - {human(o.get('max'))}",
                 "-" if r is None else f"{r:.2f}x",

@@ -11,7 +11,11 @@ the AGERE paper's Figs. 12-15) is drawn as lines, a column of panels per
 application, x = offered rate. Needs matplotlib (Debian: python3-matplotlib,
 hence /usr/bin/python3).
 When the file holds several results for the same (benchmark, variant,
-metric, implementation), the last one wins.
+metric, implementation), the last one wins. Results are reported per phase
+of the machine (near or far cores: scripts/bench_table.py); a chart shows one
+phase per bar: the near-phase runs where there are any, else the far ones
+(the variant's label then says "far"); runs of a mixed or unknown phase only
+when nothing else was measured, labelled so.
 """
 
 import json
@@ -43,12 +47,19 @@ def load(path):
                 continue
             variant = o.get("variant") or ", ".join(
                 f"{k}={v}" for k, v in (o.get("params") or {}).items())
-            o["variant"] = variant
             key = (o.get("bench"), variant, o.get("metric"), o.get("impl"))
+            phase = o.get("phase")
+            o["variant"] = variant if phase in (None, "near") else f"{variant} ({phase})"
             if key not in rows:
                 order.append(key)
+            elif PHASE_RANK.get(phase, 9) > PHASE_RANK.get(rows[key].get("phase"), 9):
+                continue  # a better phase of this row is already there
             rows[key] = o
     return [rows[k] for k in order]
+
+
+# Which phase's figure a chart shows when a row has several (lower first).
+PHASE_RANK = {None: 0, "near": 0, "far": 1, "mixed": 2, "unknown": 3}
 
 
 def first_seen(seq):

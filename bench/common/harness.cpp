@@ -161,6 +161,9 @@ struct options {
   std::vector<std::string> impls;
   std::vector<std::string> variants;  // labels, or their first words
   std::string json_path;
+  // A run is in the far phase when a cache line's round trip, probed just
+  // before and just after it, took at least this long (ns) both times.
+  double far_ns = 200;
 };
 
 double median(std::vector<double> xs) {
@@ -310,7 +313,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 void print_usage(const spec& s, const char* argv0) {
   std::printf(
       "usage: %s [--runs N] [--full | --instructions] [--impl a,b] [--variant a,b] "
-      "[--json PATH] [--quiet] [--timeout S]\n"
+      "[--json PATH] [--quiet] [--timeout S] [--far-ns NS]\n"
       "  %s: %s\n"
       "  --runs N     runs per implementation and variant (default %d, --full "
       "%d, --instructions 1)\n"
@@ -327,7 +330,11 @@ void print_usage(const spec& s, const char* argv0) {
       "  --json PATH  append one JSON object per line per (impl, metric, "
       "variant)\n"
       "  --quiet      no per-run progress on stderr\n"
-      "  --timeout S  kill a run after S seconds (default %g)\n",
+      "  --timeout S  kill a run after S seconds (default %g)\n"
+      "  --far-ns NS  a run whose probes (a cache line's round trip between two\n"
+      "               threads, just before and after it) both take NS or more\n"
+      "               is in the far phase, both less: near (default 200);\n"
+      "               results are reported per phase\n",
       s.timeout_s);
 }
 
@@ -343,6 +350,10 @@ struct run_result {
   double sys_s = 0;
   double peak_rss_kb = 0;
   bool timed_out = false;
+  // A cache line's round trip just before and just after the run (ns; 0:
+  // not probed, as under --instructions) and the phase they put it in.
+  double rtt_before_ns = 0, rtt_after_ns = 0;
+  std::string phase;
 };
 
 void write_all(int fd, const std::string& data) {
@@ -555,6 +566,60 @@ stats make_stats(std::vector<double> xs) {
   return st;
 }
 
+// -- phases -------------------------------------------------------------------
+// The two cores of these machines are sometimes near each other (a cache
+// line's round trip 50-110 ns) and sometimes far apart (320-360 ns), and the
+// placement changes while benchmarks run. Every figure is therefore reported
+// per phase: a run counts as near or far only when the probes just before and
+// just after it agree; a run that straddles a change is "mixed" and kept
+// apart, so that no figure mixes both.
+
+/// "near", "far", "mixed", or "unknown" when a probe found no answer (the
+/// echo thread was not scheduled in time: a loaded machine).
+std::string phase_of(double before_ns, double after_ns, double far_ns) {
+  if (!(before_ns > 0) || !(after_ns > 0)) return "unknown";
+  const bool far_before = before_ns >= far_ns;
+  const bool far_after = after_ns >= far_ns;
+  if (far_before != far_after) return "mixed";
+  return far_before ? "far" : "near";
+}
+
+/// A probe short enough to run between every two runs (about 1-2 ms); on a
+/// loaded machine the echo thread may not run within the budget, so it tries
+/// twice more with longer ones. 0: no answer.
+double probe_line_ns() {
+  for (int ms : {20, 200, 1000})
+    if (double ns = line_round_trip_ns(4'000, std::chrono::milliseconds{ms}); ns > 0) return ns;
+  return 0.0;
+}
+
+/// The cell's successful runs split by phase (near, far, mixed, unknown, and
+/// "" for runs not probed (--instructions), in that order; only phases that
+/// have runs); each part keeps the cell's failures and skip state.
+std::vector<std::pair<std::string, cell>> by_phase(const cell& c) {
+  std::vector<std::pair<std::string, cell>> parts;
+  for (const char* ph : {"near", "far", "mixed", "unknown", ""}) {
+    cell part;
+    part.im = c.im;
+    part.failures = c.failures;
+    part.skip_reason = c.skip_reason;
+    part.skipped = c.skipped;
+    part.stop = c.stop;
+    for (auto& r : c.ok)
+      if (r.phase == ph) part.ok.push_back(r);
+    if (!part.ok.empty()) parts.emplace_back(ph, std::move(part));
+  }
+  return parts;
+}
+
+/// The runs of `c` in phase `ph` (all of them when `ph` is empty and no run
+/// was probed).
+const cell* part_in(const std::vector<std::pair<std::string, cell>>& parts, const std::string& ph) {
+  for (auto& [name, part] : parts)
+    if (name == ph) return &part;
+  return nullptr;
+}
+
 std::vector<double> rusage_field(const cell& c, double run_result::* field) {
   std::vector<double> xs;
   for (auto& r : c.ok) xs.push_back(r.*field);
@@ -568,6 +633,7 @@ struct json_context {
   // A cache line's round trip between two threads, before and after the
   // variant's runs (ns; 0 = not measured, as under --instructions).
   double line_rtt_before_ns = 0, line_rtt_after_ns = 0;
+  double far_ns = 0;  // the phase threshold (options::far_ns)
 };
 
 std::string json_common(const json_context& ctx, const variant& v, const cell& c) {
@@ -602,12 +668,24 @@ std::string json_tail(const json_context& ctx, const cell& c) {
   return out;
 }
 
-std::string json_metric_line(const json_context& ctx, const variant& v, const cell& c, const std::string& metric_name,
-                             const std::string& unit, bool higher_is_better, const stats& st) {
+std::string json_metric_line(const json_context& ctx, const variant& v, const cell& c, const std::string& phase,
+                             const std::string& metric_name, const std::string& unit, bool higher_is_better,
+                             const stats& st) {
   std::vector<double> walls;
-  for (auto& r : c.ok) walls.push_back(r.s.wall_s);
+  std::vector<double> probes;
+  for (auto& r : c.ok) {
+    walls.push_back(r.s.wall_s);
+    probes.push_back(r.rtt_before_ns);
+    probes.push_back(r.rtt_after_ns);
+  }
   std::string out = json_common(ctx, v, c);
   out += ", \"status\": \"ok\"";
+  if (!phase.empty()) {
+    // Which phase these runs were in, and the probes around them (ns).
+    out += ", \"phase\": " + json_escape(phase);
+    out += ", \"line_rtt_range_ns\": [" + json_number(min_of(probes)) + ", " + json_number(max_of(probes)) + "]";
+    out += ", \"far_ns\": " + json_number(ctx.far_ns);
+  }
   out += ", \"metric\": " + json_escape(metric_name);
   out += ", \"value\": " + json_number(st.med);
   out += ", \"unit\": " + json_escape(unit);
@@ -764,6 +842,12 @@ int run_main(int argc, char** argv, const spec& s) {
         std::fprintf(stderr, "%s: --timeout must be > 0\n", s.name.c_str());
         return 2;
       }
+    } else if (a == "--far-ns") {
+      opt.far_ns = std::strtod(need_value("--far-ns").c_str(), nullptr);
+      if (!(opt.far_ns > 0)) {
+        std::fprintf(stderr, "%s: --far-ns must be > 0 (a cache line round trip in ns)\n", s.name.c_str());
+        return 2;
+      }
     } else if (a == "--help" || a == "-h") {
       print_usage(s, argv[0]);
       return 0;
@@ -844,6 +928,7 @@ int run_main(int argc, char** argv, const spec& s) {
   ctx.machine = machine_description();
   ctx.cores = std::thread::hardware_concurrency();
   ctx.runs_requested = runs;
+  ctx.far_ns = opt.far_ns;
 
   std::FILE* json = nullptr;
   if (!opt.json_path.empty()) {
@@ -868,24 +953,34 @@ int run_main(int argc, char** argv, const spec& s) {
       row.emplace_back();
       row.back().im = im;
     }
-    // Which phase the machine is in (line_probe.hpp); not under valgrind,
-    // which runs one thread at a time.
-    if (!opt.instructions) ctx.line_rtt_before_ns = line_round_trip_ns();
+    // Which phase the machine is in (line_probe.hpp), probed before the
+    // first run and after each; not under valgrind, which runs one thread
+    // at a time.
+    double probe = opt.instructions ? 0.0 : probe_line_ns();
+    ctx.line_rtt_before_ns = probe;
     for (int r = 1; r <= runs; ++r) {
       for (auto& c : row) {
         if (c.stop) continue;
         auto res = run_in_child(*c.im, v.p, timeout_s);
+        res.rtt_before_ns = probe;
+        if (!opt.instructions) probe = probe_line_ns();
+        res.rtt_after_ns = probe;
+        if (!opt.instructions) res.phase = phase_of(res.rtt_before_ns, res.rtt_after_ns, opt.far_ns);
         std::string where =
             s.name + " [" + v.label + "] impl " + c.im->name + " run " + std::to_string(r) + "/" + std::to_string(runs);
         switch (res.kind) {
           case outcome::ok: {
             if (!opt.quiet) {
               double fig = primary.compute(res.s, v.p);
+              std::string line = res.phase.empty() ? std::string{}
+                                                   : ", line " + fixed(res.rtt_before_ns, 0) + "/" +
+                                                         fixed(res.rtt_after_ns, 0) + " ns: " + res.phase;
               std::fprintf(stderr,
                            "[%s | %s] run %d/%d %-8s %s %s  (wall %.3f s, "
-                           "user %.2f s, sys %.2f s, rss %.1f MiB)\n",
+                           "user %.2f s, sys %.2f s, rss %.1f MiB%s)\n",
                            s.name.c_str(), v.label.c_str(), r, runs, c.im->name.c_str(), human(fig).c_str(),
-                           primary.unit.c_str(), res.s.wall_s, res.user_s, res.sys_s, res.peak_rss_kb / 1024.0);
+                           primary.unit.c_str(), res.s.wall_s, res.user_s, res.sys_s, res.peak_rss_kb / 1024.0,
+                           line.c_str());
             }
             c.ok.push_back(std::move(res));
             break;
@@ -908,7 +1003,7 @@ int run_main(int argc, char** argv, const spec& s) {
       }
     }
     if (!opt.instructions) {
-      ctx.line_rtt_after_ns = line_round_trip_ns();
+      ctx.line_rtt_after_ns = probe;
       if (!opt.quiet)
         std::fprintf(stderr, "[%s | %s] cache line round trip %.0f ns before the runs, %.0f ns after\n", s.name.c_str(),
                      v.label.c_str(), ctx.line_rtt_before_ns, ctx.line_rtt_after_ns);
@@ -921,24 +1016,29 @@ int run_main(int argc, char** argv, const spec& s) {
           std::fprintf(json, "%s\n", json_status_line(ctx, v, c, primary).c_str());
           continue;
         }
-        std::vector<double> xs;
-        for (auto& r : c.ok) xs.push_back(primary.compute(r.s, v.p));
-        std::fprintf(
-            json, "%s\n",
-            json_metric_line(ctx, v, c, primary.name, primary.unit, primary.higher_is_better, make_stats(xs)).c_str());
-        // Extra figures, in name order (under --instructions only the total).
-        std::map<std::string, figure> kinds;
-        for (auto& r : c.ok)
-          for (auto& [name, f] : r.s.extra)
-            if (!opt.instructions || name == "instructions") kinds.emplace(name, f);
-        for (auto& [name, f] : kinds) {
-          std::vector<double> ys;
-          for (auto& r : c.ok) {
-            auto it = r.s.extra.find(name);
-            if (it != r.s.extra.end()) ys.push_back(it->second.value);
+        // One set of lines per phase: a figure never mixes near and far runs.
+        for (auto& [ph, part] : by_phase(c)) {
+          std::vector<double> xs;
+          xs.reserve(part.ok.size());
+          for (auto& r : part.ok) xs.push_back(primary.compute(r.s, v.p));
+          std::fprintf(
+              json, "%s\n",
+              json_metric_line(ctx, v, part, ph, primary.name, primary.unit, primary.higher_is_better, make_stats(xs))
+                  .c_str());
+          // Extra figures, in name order (under --instructions only the total).
+          std::map<std::string, figure> kinds;
+          for (auto& r : part.ok)
+            for (auto& [name, f] : r.s.extra)
+              if (!opt.instructions || name == "instructions") kinds.emplace(name, f);
+          for (auto& [name, f] : kinds) {
+            std::vector<double> ys;
+            for (auto& r : part.ok) {
+              auto it = r.s.extra.find(name);
+              if (it != r.s.extra.end()) ys.push_back(it->second.value);
+            }
+            std::fprintf(json, "%s\n",
+                         json_metric_line(ctx, v, part, ph, name, f.unit, f.higher_is_better, make_stats(ys)).c_str());
           }
-          std::fprintf(json, "%s\n",
-                       json_metric_line(ctx, v, c, name, f.unit, f.higher_is_better, make_stats(ys)).c_str());
         }
       }
       std::fflush(json);
@@ -950,42 +1050,64 @@ int run_main(int argc, char** argv, const spec& s) {
   std::printf("\n== %s: %s (%s mode, %d run(s), %u cores) ==\n", s.name.c_str(), s.description.c_str(),
               ctx.mode.c_str(), runs, ctx.cores);
   table t;
-  t.add({"variant", "impl", primary.name + " [" + primary.unit + "]", "min", "max", "vs troupe", "user s", "sys s",
-         "peak RSS MiB", "ok", "note"});
+  t.add({"variant", "phase", "impl", primary.name + " [" + primary.unit + "]", "min", "max", "vs troupe", "user s",
+         "sys s", "peak RSS MiB", "ok", "note"});
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     auto& v = variants[vi];
-    // troupe's median, for the ratio column
-    double troupe_med = NAN;
+    std::vector<std::vector<std::pair<std::string, cell>>> parts;
+    std::vector<std::string> phases;  // those with runs, in by_phase's order
     for (auto& c : cells[vi]) {
-      if (c.im->name == "troupe" && !c.ok.empty()) {
-        std::vector<double> xs;
-        for (auto& r : c.ok) xs.push_back(primary.compute(r.s, v.p));
-        troupe_med = median(xs);
-      }
+      parts.push_back(by_phase(c));
+      for (auto& [ph, part] : parts.back())
+        if (std::find(phases.begin(), phases.end(), ph) == phases.end()) phases.push_back(ph);
     }
-    for (auto& c : cells[vi]) {
-      std::string note;
-      if (c.skipped) note = "skipped: " + c.skip_reason;
-      else if (!c.failures.empty())
-        note = "FAILED " + std::to_string(c.failures.size()) + " run(s)" +
-               (c.stop ? " (timed out; later runs not attempted)" : "");
-      if (c.ok.empty()) {
-        t.add({v.label, c.im->name, "-", "-", "-", "-", "-", "-", "-", "0/" + std::to_string(runs), note});
-        continue;
+    std::sort(phases.begin(), phases.end(), [](const std::string& a, const std::string& b) {
+      auto rank = [](const std::string& p) {
+        return p == "near" ? 0 : p == "far" ? 1 : p == "mixed" ? 2 : p == "unknown" ? 3 : 4;
+      };
+      return rank(a) < rank(b);
+    });
+    if (phases.empty()) phases.emplace_back();  // every run failed or skipped: one row per impl
+    for (auto& ph : phases) {
+      // troupe's median in this phase, for the ratio column
+      double troupe_med = NAN;
+      for (size_t ci = 0; ci < cells[vi].size(); ++ci)
+        if (const cell* part = part_in(parts[ci], ph); part != nullptr && part->im->name == "troupe") {
+          std::vector<double> xs;
+          xs.reserve(part->ok.size());
+          for (auto& r : part->ok) xs.push_back(primary.compute(r.s, v.p));
+          troupe_med = median(xs);
+        }
+      const std::string ph_label = ph.empty() ? "-" : ph;
+      for (size_t ci = 0; ci < cells[vi].size(); ++ci) {
+        auto& c = cells[vi][ci];
+        std::string note;
+        if (c.skipped) note = "skipped: " + c.skip_reason;
+        else if (!c.failures.empty())
+          note = "FAILED " + std::to_string(c.failures.size()) + " run(s)" +
+                 (c.stop ? " (timed out; later runs not attempted)" : "");
+        const cell* part = part_in(parts[ci], ph);
+        if (part == nullptr) {
+          if (c.ok.empty() && &ph == &phases.front())
+            t.add(
+                {v.label, ph_label, c.im->name, "-", "-", "-", "-", "-", "-", "-", "0/" + std::to_string(runs), note});
+          continue;
+        }
+        std::vector<double> xs;
+        xs.reserve(part->ok.size());
+        for (auto& r : part->ok) xs.push_back(primary.compute(r.s, v.p));
+        auto st = make_stats(xs);
+        std::string ratio = "-";
+        if (std::isfinite(troupe_med) && c.im->name != "troupe" && st.med > 0 && troupe_med > 0) {
+          double q = primary.higher_is_better ? troupe_med / st.med : st.med / troupe_med;
+          ratio = fixed(q, 2) + "x";
+        }
+        t.add({v.label, ph_label, c.im->name, human(st.med), human(st.lo), human(st.hi), ratio,
+               fixed(median(rusage_field(*part, &run_result::user_s)), 2),
+               fixed(median(rusage_field(*part, &run_result::sys_s)), 2),
+               fixed(median(rusage_field(*part, &run_result::peak_rss_kb)) / 1024.0, 1),
+               std::to_string(part->ok.size()) + "/" + std::to_string(runs), note});
       }
-      std::vector<double> xs;
-      for (auto& r : c.ok) xs.push_back(primary.compute(r.s, v.p));
-      auto st = make_stats(xs);
-      std::string ratio = "-";
-      if (std::isfinite(troupe_med) && c.im->name != "troupe" && st.med > 0 && troupe_med > 0) {
-        double q = primary.higher_is_better ? troupe_med / st.med : st.med / troupe_med;
-        ratio = fixed(q, 2) + "x";
-      }
-      t.add({v.label, c.im->name, human(st.med), human(st.lo), human(st.hi), ratio,
-             fixed(median(rusage_field(c, &run_result::user_s)), 2),
-             fixed(median(rusage_field(c, &run_result::sys_s)), 2),
-             fixed(median(rusage_field(c, &run_result::peak_rss_kb)) / 1024.0, 1),
-             std::to_string(c.ok.size()) + "/" + std::to_string(runs), note});
     }
   }
   t.print();
