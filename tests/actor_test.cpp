@@ -3,7 +3,9 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "troupe/troupe.hpp"
 
@@ -179,4 +181,80 @@ TEST(actor, actors_are_created_by_spawn_only) {
         stray s;
       },
       std::logic_error);
+}
+
+// An actor whose behavior becomes empty lives on while a request of its own
+// is pending, and ends once the response has been handled: whether an actor
+// can live without messages is asked again after a behavior change and after
+// each response, not after every message.
+TEST(actor, an_empty_behavior_waits_for_its_pending_response_then_ends) {
+  struct hold_atom {};
+  struct answer_atom {};
+  struct go_atom {};
+  troupe::actor_system sys{two_workers()};
+  troupe::scoped_actor self{sys};
+  // Holds the request it gets and answers it only when told to.
+  auto server = sys.spawn([](event_actor& s) {
+    auto held = std::make_shared<std::optional<troupe::response_promise>>();
+    return behavior{[&s, held](hold_atom) {
+                      *held = s.make_response_promise();
+                      return **held;
+                    },
+                    [held](troupe::get_atom) { return held->has_value(); },
+                    [held](answer_atom) { (*held)->deliver(7); }};
+  });
+  auto got = std::make_shared<std::atomic<int>>(0);
+  auto client = sys.spawn(
+      [got](event_actor& s, troupe::actor srv) {
+        return behavior{[&s, srv, got](go_atom) {
+          s.request(srv, 10s, hold_atom{}).then([got](int v) { got->store(v); });
+          s.become(behavior{});  // nothing left to handle but that response
+        }};
+      },
+      server);
+  self->monitor(client);
+  self->send(client, go_atom{});
+  bool holding = false;
+  for (int i = 0; i < 1000 && !holding; ++i) {
+    holding = ask<bool>(sys, server, troupe::get_atom{});
+    if (!holding) std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(holding) << "the client's request never reached the server";
+  EXPECT_FALSE(client->terminated()) << "ended with a request pending";
+  self->send(server, answer_atom{});
+  error reason{troupe::errc::runtime_error};
+  ASSERT_TRUE(self->receive_for(10s, [&](troupe::down_msg& m) { reason = m.reason; }));
+  EXPECT_FALSE(reason) << reason.to_string();
+  EXPECT_EQ(got->load(), 7);
+}
+
+// messages_handled() counts what event actors handled, on the pool and on
+// their own threads; an activation adds to a thread-local count that the
+// thread publishes later (when its worker runs out of work, after each
+// activation of a detached actor), so the count is checked once it settles.
+TEST(actor, messages_handled_counts_pool_and_detached_actors) {
+  troupe::actor_system sys{two_workers()};
+  troupe::scoped_actor self{sys};
+  auto pooled = sys.spawn<counter_actor>(0);
+  auto detached = sys.spawn_detached([](event_actor&) {
+    auto n = std::make_shared<int>(0);
+    return behavior{[n](int x) { *n += x; }, [n](troupe::get_atom) { return *n; }};
+  });
+  const auto before = sys.messages_handled();
+  constexpr int each = 500;
+  for (int i = 0; i < each; ++i) {
+    self->send(pooled, 1);
+    self->send(detached, 1);
+  }
+  EXPECT_EQ(ask<int>(sys, pooled, troupe::get_atom{}), each);
+  EXPECT_EQ(ask<int>(sys, detached, troupe::get_atom{}), each);
+  // Both actors have handled each + 1 messages; the count settles there
+  // (other actors of the system may add a few of their own).
+  const auto want = before + 2 * (each + 1);
+  auto now = sys.messages_handled();
+  for (int i = 0; i < 5000 && now < want; ++i) {
+    std::this_thread::sleep_for(1ms);
+    now = sys.messages_handled();
+  }
+  EXPECT_GE(now, want);
 }

@@ -70,7 +70,6 @@ struct release_cache {
   actor_cell* cell[release_slots];
   std::uint32_t count[release_slots];
   unsigned victim;
-  std::uint32_t activations;  // since the last flush
   bool enabled;
 };
 thread_local release_cache releases{};
@@ -102,13 +101,8 @@ void release_sender(actor_cell* c) noexcept {
 
 void flush_deferred() noexcept {
   auto& rc = releases;
-  rc.activations = 0;
   for (int i = 0; i < release_slots; ++i)
     if (auto* c = std::exchange(rc.cell[i], nullptr)) c->release_n(std::exchange(rc.count[i], 0));
-}
-
-void after_activation() noexcept {
-  if (++releases.activations >= tuning::release_flush_every) flush_deferred();
 }
 
 void defer_on_this_thread(bool on) noexcept {
@@ -179,11 +173,7 @@ bool actor_cell::enqueue_if(detail::message_node* n, std::size_t limit) noexcept
   return true;
 }
 
-void actor_cell::deliver(const actor& dest, detail::message_node* n, priority p) noexcept {
-  if (dest) {
-    dest->enqueue(n, p);
-    return;
-  }
+void actor_cell::deliver_to_nobody(detail::message_node* n) noexcept {
   // No receiver at all: only the sender's system can count it.
   if (n->sender) detail::system_access::count_dead_letter(*n->sender->sys_);
   detail::destroy_message(n);

@@ -256,6 +256,7 @@ actor actor_system::launch(event_actor* a, bool detached, const affinity& own) {
       self->waiting_.store(false, std::memory_order_release);
       for (auto r = self->resume(throughput); r != detail::resume_result::done; r = self->resume(throughput)) {
       }
+      detail::system_access::count_handled_off_pool(*this, std::exchange(detail::handled_unpublished, 0));
       note_activity();
       if (self->terminated()) break;
       self->waiting_.store(true, std::memory_order_release);

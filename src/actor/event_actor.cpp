@@ -108,6 +108,7 @@ void event_actor::unbecome() {
 }
 
 void event_actor::behavior_changed() {
+  recheck_alive_ = true;  // the new behavior may be empty
   if (!kept_ || kept_->skipped.empty()) return;
   // Skipped messages came before every held one: they go first, in order.
   auto& k = *kept_;
@@ -199,14 +200,9 @@ detail::resume_result event_actor::run(std::size_t throughput) {
   std::size_t handled = 0;
   // Counted for metrics when the activation ends, whichever way it does.
   struct count_handled {
-    actor_system& sys;
     const std::size_t& n;
-    ~count_handled() {
-      if (auto* c = detail::handled_counter)
-        c->store(c->load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-      else detail::system_access::count_handled_off_pool(sys, n);
-    }
-  } counted{system(), handled};
+    ~count_handled() { detail::handled_unpublished += n; }
+  } counted{handled};
   std::size_t budget = throughput;
   unsigned spins = 0;
   for (;;) {
@@ -224,6 +220,12 @@ detail::resume_result event_actor::run(std::size_t throughput) {
         // more than soft_limit_ messages remain, and only we take any away.
         bool freed = false;
         settle(std::exchange(consumed, 0), freed);
+      }
+      // Nothing announced beyond what this activation took: drained, without
+      // looking into the queues (two empty pops, each a few dependent loads).
+      if (handled != 0 && mailbox_size() <= consumed) {
+        drained = true;
+        break;
       }
       detail::message_node* n;
       if constexpr (Gated) {
@@ -341,6 +343,10 @@ bool event_actor::wait_for_receiver() noexcept {
   }
   std::unique_ptr<detail::message_node, detail::message_deleter> guard{n};
   current_ = n;
+  // Whether the actor can still live without messages changes only when its
+  // behavior changes or a pending request ends (a response, a timeout: both
+  // handled here before the behavior): only then is it asked again.
+  const bool runtime_message = n->is_response() || n->vt->system;
   try {
     if (n->is_response()) handle_response(*n);
     else if (n->vt->system) handle_system(*n);
@@ -363,7 +369,7 @@ bool event_actor::wait_for_receiver() noexcept {
     const bool skipped = std::exchange(n->skipped, false);
     after_handler(skipped ? guard.release() : nullptr, skipped);
   }
-  if (!quit_ && !alive_without_messages()) quit();
+  if ((runtime_message || std::exchange(recheck_alive_, false)) && !quit_ && !alive_without_messages()) quit();
 }
 
 void event_actor::handle_system(detail::message_node& n) {

@@ -43,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "troupe/detail/resumable.hpp"
@@ -90,6 +91,12 @@ class alignas(cache_line) worker {
   resumable* pop_lifo() noexcept;   // owner only: deque bottom (newest)
   resumable* steal_any() noexcept;  // one pass over the other workers
   void run_one(resumable* r) noexcept;
+  /// Adds what this thread's activations handled (handled_unpublished) to
+  /// handled_, which other threads read.
+  void publish_handled() noexcept {
+    if (const auto n = std::exchange(handled_unpublished, 0); n != 0)
+      handled_.store(handled_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
   resumable* find_work() noexcept;
   resumable* search() noexcept;
   resumable* search_round() noexcept;  // one visit of the global queue and every victim
@@ -100,6 +107,7 @@ class alignas(cache_line) worker {
   std::size_t index_;
   std::uint32_t tick_ = 0;
   std::uint32_t next_streak_ = 0;
+  std::uint32_t since_flush_ = 0;  // activations since the last flush_deferred()
   std::uint64_t rng_ = 0x9e3779b97f4a7c15ULL;
   std::uint32_t spin_budget_;          // search rounds before parking (moderate adapts it)
   std::vector<resumable*> seen_next_;  // per victim: its next slot one round ago
@@ -122,7 +130,7 @@ class alignas(cache_line) worker {
   alignas(cache_line) std::atomic<std::uint64_t> tail_{0};  // owner
   std::atomic<resumable*> next_{nullptr};
   std::atomic<std::uint64_t> activations_{0};
-  std::atomic<std::uint64_t> handled_{0};  // messages event actors handled here (handled_counter)
+  std::atomic<std::uint64_t> handled_{0};  // messages event actors handled here (publish_handled)
   alignas(cache_line) std::atomic<std::uint32_t> wake_flag_{0};
   std::atomic<resumable*> ring_[ring_size];
 };

@@ -131,7 +131,7 @@ class handler final : public handler_base {
     using result = typename callable_traits<F>::result;
     if constexpr (std::is_void_v<result>) {
       invoke_with(f_, n);
-      reply_empty(self, n);
+      if (n.is_request()) reply_empty(self, n);  // a plain message needs no answer: no call
     } else {
       reply(self, n, invoke_with(f_, n));
     }

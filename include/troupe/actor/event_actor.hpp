@@ -194,6 +194,7 @@ class event_actor : public local_actor {
   std::unique_ptr<kept_state> kept_;
   std::optional<error> quit_;
   bool initialized_ = false;
+  bool recheck_alive_ = false;  // the behavior changed: dispatch asks alive_without_messages()
   intake_gate* gate_ = nullptr;
   std::unique_ptr<hook_set> hooks_;
   std::unique_ptr<std::unordered_map<std::uint64_t, std::unique_ptr<detail::response_handler>>> pending_;
