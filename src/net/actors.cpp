@@ -3,6 +3,8 @@
 // references to, counted per connection), lookups of published names,
 // monitors across nodes, and the data records between local actors and the
 // wire (see node_core.hpp).
+#include <algorithm>
+
 #include "node_core.hpp"
 
 namespace troupe::net::detail {
@@ -96,13 +98,23 @@ void node_core::expire_lookups(clock::time_point now) {
     lookups_.erase(token);
     auto ct = conns_.find(l.conn);
     const bool connected = ct != conns_.end() && ct->second->ready;
-    l.p->set_value(lookup_result{
-        {},
-        ("troupe::net: remote_actor('" + l.endpoint + "', '" + l.name + "'): no answer within " +
-         std::to_string(l.timeout.count()) + " ms" +
-         (connected ? std::string{" (connected, but the lookup was not answered)"}
-                    : std::string{" (no handshake: nobody listens there, or the keys do not match: the server key "
-                                  "given here, or this node's key not trusted there)"}))});
+    std::string why;
+    if (connected) {
+      why = " (connected, but the lookup was not answered)";
+    } else if (auto u = unreachable_at_.find(l.endpoint); u != unreachable_at_.end()) {
+      // The handshake worked before: the keys are right and the node was
+      // there. Say what happened to it instead of guessing at keys.
+      const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(now - u->second.when).count();
+      why = " (no handshake: " + u->second.who + " became unreachable " + std::to_string(ago) + " ms ago (" +
+            u->second.why + ") and has not answered since: it may be stopped, overloaded or cut off)";
+    } else {
+      why =
+          " (no handshake: nobody listens there, or the keys do not match: the server key given here, or this "
+          "node's key not trusted there)";
+    }
+    l.p->set_value(lookup_result{{},
+                                 "troupe::net: remote_actor('" + l.endpoint + "', '" + l.name +
+                                     "'): no answer within " + std::to_string(l.timeout.count()) + " ms" + why});
     if (ct != conns_.end() && !ct->second->ready) {
       bool others = false;
       for (auto& [t2, l2] : lookups_) others = others || l2.conn == l.conn;
@@ -246,6 +258,10 @@ void node_core::drain_ready() {
       c = it->second.get();
       if (c->has_stuck()) {
         c->blocked.push_back(p);
+        continue;
+      }
+      if (!c->paused_rids.empty() && c->paused_rids.count(p->rid()) != 0) {
+        c->held.push_back(p);  // its receiver is over its limit: until the peer resumes it
         continue;
       }
     }
@@ -402,10 +418,82 @@ void node_core::on_data(connection& c, reader& r) {
   st_.messages_in.fetch_add(1, std::memory_order_relaxed);
   const actor& to = entry->a;
   ext::deliver(to, std::move(m), (h.flags & wire::flag_urgent) != 0 ? priority::urgent : priority::normal);
-  if (to->mailbox_size() > sys_.mailbox_soft_limit() && !to->terminated()) {
-    paused_on_ = to;
-    paused_since_ = clock::now();
+  if (const auto n = to->mailbox_size(); n > sys_.mailbox_soft_limit() && !to->terminated()) {
+    ask_pause(c, h.dest, to);
+    if (n > 4 * sys_.mailbox_soft_limit() && !flooded_) {
+      flooded_ = to;
+      flooded_since_ = clock::now();
+    }
   }
+}
+
+// ------------------------------------------------------------ flow control
+
+// Backpressure per receiving actor: a local actor over its mailbox's soft
+// limit makes the peers that send to it hold back their data for it (in
+// their proxies' mailboxes, which their local senders see grow), while
+// everything else, other actors, stream credits, heartbeats, flows on. What
+// was in flight when the pause left still lands in the mailbox (the soft
+// limit is soft), bounded by the queues between the two nodes.
+void node_core::ask_pause(connection& c, std::uint64_t id, const actor& to) {
+  auto& fp = pausing_[id];
+  if (!fp.a) {
+    fp.a = to;
+    fp.since = clock::now();
+  }
+  if (std::find(fp.conns.begin(), fp.conns.end(), c.id) != fp.conns.end()) return;
+  fp.conns.push_back(c.id);
+  st_.flow_pauses.fetch_add(1, std::memory_order_relaxed);
+  put_record(c, [&](writer& w) { wire::put_flow(w, wire::rec::pause, id); });
+  flush(c);
+}
+
+void node_core::check_pauses(clock::time_point now) {
+  const std::size_t resume_at = sys_.mailbox_soft_limit() / 2;
+  for (auto it = pausing_.begin(); it != pausing_.end();) {
+    auto& fp = it->second;
+    if (!fp.a->terminated() && fp.a->mailbox_size() > resume_at && now - fp.since < max_pause) {
+      ++it;
+      continue;
+    }
+    for (auto cid : fp.conns) {
+      auto ct = conns_.find(cid);
+      if (ct == conns_.end() || !ct->second->ready) continue;
+      put_record(*ct->second, [&](writer& w) { wire::put_flow(w, wire::rec::resume, it->first); });
+      flush(*ct->second);
+    }
+    it = pausing_.erase(it);
+  }
+}
+
+// The last resort: what was in flight when a pause left (ZeroMQ's queues
+// and the TCP buffers between the nodes: thousands of small messages) can
+// still pile up. Past 4 x the soft limit this thread stops reading for a
+// moment (at most max_pause), so that the rest stays in those queues, as
+// the memory bound says; the peers' silence meanwhile is forgiven.
+bool node_core::flooded() {
+  if (!flooded_) return false;
+  const auto now = clock::now();
+  if (!flooded_->terminated() && flooded_->mailbox_size() > 2 * sys_.mailbox_soft_limit() &&
+      now - flooded_since_ < max_pause)
+    return true;
+  for (auto& [id, c] : conns_) c->liveness->forgive(now - flooded_since_);
+  flooded_ = actor{};
+  return false;
+}
+
+void node_core::on_flow(connection& c, wire::rec kind, std::uint64_t id) {
+  if (kind == wire::rec::pause) {
+    c.paused_rids.insert(id);
+    return;
+  }
+  if (c.paused_rids.erase(id) == 0) return;
+  auto keep = c.held.begin();
+  for (auto* p : c.held) {
+    if (p->rid() == id) ready_.push_back(p);  // its reference goes with it
+    else *keep++ = p;
+  }
+  c.held.erase(keep, c.held.end());
 }
 
 void node_core::on_monitor(connection& c, std::uint64_t id) {

@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -31,7 +32,18 @@ node_core::node_core(actor_system& sys, node_config cfg) : sys_{sys}, cfg_{std::
     log("runs WITHOUT encryption or authentication (security::plaintext)");
   }
   if (cfg_.heartbeat_interval.count() <= 0 || cfg_.heartbeat_timeout <= cfg_.heartbeat_interval)
-    throw net_error("troupe::net: node_config needs 0 < heartbeat_interval < heartbeat_timeout");
+    throw net_error("troupe::net: node_config needs 0 < heartbeat_interval < heartbeat_timeout (got " +
+                    std::to_string(cfg_.heartbeat_interval.count()) + " ms and " +
+                    std::to_string(cfg_.heartbeat_timeout.count()) + " ms)");
+  if (!(cfg_.phi_threshold > 0) || !std::isfinite(cfg_.phi_threshold))
+    throw net_error("troupe::net: node_config.phi_threshold must be a positive number (got " +
+                    std::to_string(cfg_.phi_threshold) + ")");
+  if (cfg_.phi_min_stddev.count() <= 0 || cfg_.acceptable_heartbeat_pause.count() < 0 || cfg_.phi_window < 2)
+    throw net_error(
+        "troupe::net: node_config needs phi_min_stddev > 0, acceptable_heartbeat_pause >= 0 and "
+        "phi_window >= 2 (got " +
+        std::to_string(cfg_.phi_min_stddev.count()) + " ms, " +
+        std::to_string(cfg_.acceptable_heartbeat_pause.count()) + " ms, " + std::to_string(cfg_.phi_window) + ")");
   if (cfg_.queue_frames <= 0 || cfg_.batch_bytes < 256)
     throw net_error("troupe::net: node_config needs queue_frames > 0 and batch_bytes >= 256");
   efd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -106,6 +118,9 @@ node_stats node_core::stats() const {
   s.stale = st_.stale.load();
   s.rejected_keys = st_.rejected_keys.load();
   s.peers_lost = st_.peers_lost.load();
+  s.peers_unreachable = st_.peers_unreachable.load();
+  s.peers_rejoined = st_.peers_rejoined.load();
+  s.flow_pauses = st_.flow_pauses.load();
   s.peers = st_.peers.load();
   s.exports = st_.exports.load();
   std::lock_guard<std::mutex> g{proxies_mtx_};
@@ -129,7 +144,8 @@ void node_core::shutdown_io() {
   ids.reserve(conns_.size());
   for (auto& [id, c] : conns_) ids.push_back(id);
   for (auto id : ids)
-    if (auto it = conns_.find(id); it != conns_.end()) lose(*it->second, "this node was closed");
+    if (auto it = conns_.find(id); it != conns_.end())
+      end_session(*it->second, "this node was closed", ending::this_node_closed);
   for (auto* p : ready_) p->release();
   ready_.clear();
   for (auto& [token, l] : lookups_) l.p->set_value(lookup_result{{}, "troupe::net: the node was closed"});
@@ -144,7 +160,8 @@ void node_core::shutdown_io() {
     static_cast<proxy*>(sink_.get())->end(error{net_errc::remote_unreachable, "node closed"});
     sink_ = actor{};
   }
-  paused_on_ = actor{};
+  pausing_.clear();
+  flooded_ = actor{};
   router_.reset();
   zap_.reset();
   // Proxies woken after this point are already closed (their enqueue
@@ -158,6 +175,27 @@ void node_core::shutdown_io() {
 }  // namespace detail
 
 // ------------------------------------------------------------------ node
+
+node_config& node_config::use(liveness_profile p) {
+  using std::chrono::milliseconds;
+  switch (p) {
+    case liveness_profile::standard:  // as Akka's cluster failure detector; CAF's heartbeat bound
+      heartbeat_interval = milliseconds{1000};
+      heartbeat_timeout = milliseconds{10000};
+      acceptable_heartbeat_pause = milliseconds{3000};
+      phi_min_stddev = milliseconds{200};
+      break;
+    case liveness_profile::lan:  // about 0.6 s to detect on a quiet network, 1 s at most
+      heartbeat_interval = milliseconds{100};
+      heartbeat_timeout = milliseconds{1000};
+      acceptable_heartbeat_pause = milliseconds{200};
+      phi_min_stddev = milliseconds{50};
+      break;
+  }
+  phi_threshold = 8.0;
+  phi_window = 100;
+  return *this;
+}
 
 node::node(actor_system& sys, node_config cfg) : core_{std::make_shared<detail::node_core>(sys, std::move(cfg))} {
   core_->start();

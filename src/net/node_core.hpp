@@ -7,7 +7,8 @@
 //   transport.cpp   ZeroMQ: sockets, the poll loop, sending and receiving
 //                   frames, flow control, the CURVE key allow-list (ZAP);
 //   session.cpp     connections: handshake, incarnations, sequence numbers,
-//                   type announcements, heartbeats, losing a peer;
+//                   type announcements, heartbeats, the failure detector
+//                   (failure_detector.hpp), a peer unreachable or lost;
 //   actors.cpp      proxies, exports, lookups, monitors, and the data
 //                   records between them and the local actors;
 //   node.cpp        the node's life (start, close, the actor system's
@@ -32,6 +33,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -40,6 +42,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "failure_detector.hpp"
 #include "troupe/ext/messages.hpp"
 #include "troupe/ext/owned_cell.hpp"
 #include "troupe/ext/system.hpp"
@@ -135,10 +138,16 @@ struct connection {
   std::size_t handshake_types = 0;    // our types when we sent our handshake
   clock::time_point last_heard = clock::now();
   clock::time_point last_sent = clock::now();
+  std::optional<phi_detector> liveness;  // judges the peer once the handshake is done
+  bool broken = false;                   // ZeroMQ no longer knows the peer's side (ended at the next timers())
   std::uint64_t seq_out = 0, seq_in = 0;
   std::string out;              // the batch being filled
   zmq::message_t stuck;         // a whole frame ZeroMQ did not take yet (queue full)
   std::vector<proxy*> blocked;  // proxies waiting for room (a reference each)
+  /// The peer's actors it asked us to hold data back for (pause records),
+  /// and the proxies of theirs waiting for a resume (a reference each).
+  std::unordered_set<std::uint64_t> paused_rids;
+  std::vector<proxy*> held;
   /// Requests sent through this connection and not answered yet.
   std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, actor, pair_hash> requests;
   std::vector<std::uint64_t> waiting_lookups;  // sent once ready
@@ -230,7 +239,8 @@ class node_core final : public handle_context,
   };
   struct counters {
     std::atomic<std::uint64_t> frames_in{0}, frames_out{0}, messages_in{0}, messages_out{0}, malformed{0},
-        unknown_types{0}, unsendable{0}, unknown_actors{0}, stale{0}, rejected_keys{0}, peers_lost{0};
+        unknown_types{0}, unsendable{0}, unknown_actors{0}, stale{0}, rejected_keys{0}, peers_lost{0},
+        peers_unreachable{0}, peers_rejoined{0}, flow_pauses{0};
     std::atomic<std::size_t> peers{0}, exports{0};
   };
 
@@ -242,9 +252,6 @@ class node_core final : public handle_context,
   bool any_stuck() const noexcept;
   long poll_ms() const noexcept;
   void run_inputs();
-  /// Reading is paused while a local receiver's mailbox is over the soft
-  /// limit (a data record set paused_on_), for a bounded time.
-  bool paused();
   /// Sends `frame` (emptied when sent); false: ZeroMQ's queue is full.
   bool send_frame(connection& c, zmq::message_t& frame);
   void flush(connection& c);
@@ -257,6 +264,8 @@ class node_core final : public handle_context,
   /// The outgoing connection to `where` (made, with its hello sent, when
   /// there is none); null with `error` set when the endpoint is bad.
   connection* connect(const remote_address& where, std::string& error);
+  /// A new connection in conns_ (its failure detector set up).
+  connection* add_connection();
   /// Opens a record in c's batch (the frame's header first when the batch
   /// is empty). Types registered since the peer was last told go first (a
   /// record of their own): whatever this record makes the peer send back,
@@ -279,9 +288,18 @@ class node_core final : public handle_context,
   void handle_record(connection& c, reader& r, std::uint64_t src);
   void on_handshake(connection& c, wire::rec kind, reader& r, std::uint64_t src);
   void timers();
-  /// The peer of `c` is gone (or must be treated so): its proxies end, its
-  /// requests fail, its exports are dropped. Destroys `c`.
-  void lose(connection& c, const std::string& why, bool report = true);
+  /// This node's I/O thread did not run for a while (starved, or the
+  /// process stopped): the peers' silence meanwhile is not theirs.
+  void forgive_stall(clock::time_point now);
+  /// How a session ends. Only `closed` (a bye) means the peer's incarnation
+  /// is gone for good (its later frames are refused); after the others the
+  /// same incarnation may connect again. (A restarted peer is retired when
+  /// its new incarnation answers at the same endpoint: on_handshake.)
+  enum class ending { unreachable, frames_lost, broken, closed, this_node_closed };
+  /// The session of `c` ends: its proxies end, its requests and lookups
+  /// fail (all with net_errc::remote_unreachable and `why`), the references
+  /// it held to local actors are dropped. Destroys `c`.
+  void end_session(connection& c, const std::string& why, ending how);
   void drop_connection(std::uint64_t cid);
 
   // ------------------------------------------------ actors.cpp
@@ -310,6 +328,16 @@ class node_core final : public handle_context,
   void on_monitor(connection& c, std::uint64_t id);
   void on_down(connection& c, const wire::down& d);
   void on_release(connection& c, const wire::release& x);
+  /// Per-receiver flow control: `to` (exported as `id`) is over its soft
+  /// limit after a record from `c`: ask c's peer to hold back its data for it.
+  void ask_pause(connection& c, std::uint64_t id, const actor& to);
+  /// Resumes the peers of the receivers that drained (or waited too long).
+  void check_pauses(clock::time_point now);
+  /// The last resort behind the pauses: whether reading is stopped for a
+  /// moment because a receiver's mailbox got far over its limit anyway
+  /// (flooded_; see actors.cpp).
+  bool flooded();
+  void on_flow(connection& c, wire::rec kind, std::uint64_t id);
   void drop_export(std::unordered_map<std::uint64_t, export_entry>::iterator it);
   void send_down(connection& c, std::uint64_t id, const error& reason);
   void send_release(std::uint64_t cid, std::uint64_t id, std::uint64_t n);
@@ -356,7 +384,26 @@ class node_core final : public handle_context,
   std::unordered_map<std::string, connection*> by_routing_;
   std::unordered_map<std::string, connection*> by_endpoint_;
   std::unordered_map<std::uint64_t, connection*> by_inc_;
-  std::unordered_set<std::uint64_t> dead_incs_;
+  std::unordered_set<std::uint64_t> dead_incs_;  // closed or restarted: refused
+  /// Incarnations found unreachable and not back yet (for peers_rejoined),
+  /// and per endpoint the last peer found unreachable there (for the error
+  /// of a lookup that gets no answer).
+  struct unreachable_peer {
+    std::uint64_t inc = 0;
+    std::string who, why;
+    clock::time_point when;
+  };
+  std::unordered_set<std::uint64_t> unreachable_incs_;
+  std::unordered_map<std::string, unreachable_peer> unreachable_at_;
+  /// Local receivers over their soft limit, by export id: the connections
+  /// asked to pause for them, and since when.
+  struct flow_pause {
+    actor a;
+    std::vector<std::uint64_t> conns;
+    clock::time_point since;
+  };
+  std::unordered_map<std::uint64_t, flow_pause> pausing_;
+  clock::time_point last_tick_ = clock::now();
   std::unordered_map<std::uint64_t, export_entry> exports_;
   std::unordered_map<std::string, published> published_;
   std::unordered_map<std::uint64_t, pending_lookup> lookups_;
@@ -369,9 +416,13 @@ class node_core final : public handle_context,
   const message_type* last_hash_type_ = nullptr;
   std::uint64_t last_dest_id_ = 0;
   export_entry* last_dest_ = nullptr;
-  actor paused_on_;
-  clock::time_point paused_since_;
   clock::time_point last_activity_;
+  // A receiver paused this long is resumed even if still over its limit
+  // (and paused again by the next record over it): it may be waiting for a
+  // response that comes through the same peer's held data.
+  static constexpr std::chrono::milliseconds max_pause{100};
+  actor flooded_;
+  clock::time_point flooded_since_;
   static constexpr std::chrono::microseconds spin_window{200};
   static constexpr std::size_t zero_copy_bytes = 4096;
   // Frames in flight are bounded by the queues (queue_frames per socket and

@@ -1,9 +1,16 @@
 // The node's sessions: one connection per peer, opened by a handshake
 // (hello, welcome: wire version, the peer's name, the message types it has);
 // frames checked against the peer's incarnation and the sequence number per
-// direction; our types announced as they are registered; heartbeats; and a
-// peer lost (silent for heartbeat_timeout, frames lost, bye) ends
-// everything that depended on it (see node_core.hpp).
+// direction; our types announced as they are registered; heartbeats; the
+// failure detector; and the end of a session (the peer unreachable, frames
+// lost, bye), which ends everything that depended on it (see node_core.hpp).
+//
+// Unreachable is not dead: a session found silent ends, but the peer's
+// incarnation is not refused afterwards, so a node that was frozen or cut
+// off connects again when it is looked up (or a reference names it) and
+// works as before; only a bye or a new incarnation at its endpoint retires
+// an incarnation for good.
+#include <algorithm>
 #include <cstdio>
 
 #include "node_core.hpp"
@@ -25,27 +32,48 @@ std::string connection::describe() const {
 
 connection* node_core::connect(const remote_address& where, std::string& error) {
   if (auto it = by_endpoint_.find(where.endpoint); it != by_endpoint_.end()) return it->second;
-  auto conn = std::make_unique<connection>();
-  conn->id = ++next_conn_;
-  conn->outgoing = true;
-  conn->endpoint = where.endpoint;
-  conn->dealer = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::dealer);
-  tune(*conn->dealer);
+  auto dealer = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::dealer);
+  tune(*dealer);
+  // A connection attempt into a cut network would wait for the kernel's
+  // SYN retries (seconds, growing); give up on it after about a heartbeat
+  // and let ZeroMQ try again (every 100 ms), so that a healed link is used
+  // within about a heartbeat interval.
+  dealer->set(zmq::sockopt::connect_timeout,
+              static_cast<int>(
+                  std::clamp(cfg_.heartbeat_interval, std::chrono::milliseconds{200}, std::chrono::milliseconds{2000})
+                      .count()));
   if (cfg_.security == security::curve) {
-    conn->dealer->set(zmq::sockopt::curve_serverkey, where.public_key);
-    conn->dealer->set(zmq::sockopt::curve_publickey, cfg_.keys.public_key);
-    conn->dealer->set(zmq::sockopt::curve_secretkey, cfg_.keys.secret_key);
+    dealer->set(zmq::sockopt::curve_serverkey, where.public_key);
+    dealer->set(zmq::sockopt::curve_publickey, cfg_.keys.public_key);
+    dealer->set(zmq::sockopt::curve_secretkey, cfg_.keys.secret_key);
   }
   try {
-    conn->dealer->connect(where.endpoint);
+    dealer->connect(where.endpoint);
   } catch (const zmq::error_t& e) {
     error = "troupe::net: remote_actor: bad endpoint '" + where.endpoint + "': " + e.what();
     return nullptr;
   }
-  connection* c = conn.get();
-  conns_[c->id] = std::move(conn);
+  connection* c = add_connection();
+  c->outgoing = true;
+  c->endpoint = where.endpoint;
+  c->dealer = std::move(dealer);
   by_endpoint_[where.endpoint] = c;
   send_handshake(*c, wire::rec::hello);
+  return c;
+}
+
+connection* node_core::add_connection() {
+  auto conn = std::make_unique<connection>();
+  conn->id = ++next_conn_;
+  conn->liveness.emplace(phi_detector::settings{.threshold = cfg_.phi_threshold,
+                                                .acceptable_pause = cfg_.acceptable_heartbeat_pause,
+                                                .min_stddev = cfg_.phi_min_stddev,
+                                                .hard_timeout = cfg_.heartbeat_timeout,
+                                                .first_estimate = cfg_.heartbeat_interval,
+                                                .window = cfg_.phi_window},
+                         conn->last_heard);
+  connection* c = conn.get();
+  conns_[c->id] = std::move(conn);
   return c;
 }
 
@@ -102,14 +130,10 @@ void node_core::handle_frame(connection* c, const std::string* rid, const char* 
       st_.stale.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    auto conn = std::make_unique<connection>();
-    conn->id = ++next_conn_;
-    conn->routing_id = *rid;
-    conn->peer_inc = src;
-    c = conn.get();
+    c = add_connection();
+    c->routing_id = *rid;
+    c->peer_inc = src;
     by_routing_[*rid] = c;
-    conns_[c->id] = std::move(conn);
-    c->seq_in = 0;
   } else {
     if ((c->ready && src != c->peer_inc) || (dst != inc_ && !(dst == 0 && seq == 0))) {
       st_.stale.fetch_add(1, std::memory_order_relaxed);
@@ -117,11 +141,14 @@ void node_core::handle_frame(connection* c, const std::string* rid, const char* 
     }
   }
   if (seq != c->seq_in) {
-    lose(*c, "frames were lost (expected frame " + std::to_string(c->seq_in) + ", got " + std::to_string(seq) + ")");
+    end_session(*c,
+                "frames were lost (expected frame " + std::to_string(c->seq_in) + ", got " + std::to_string(seq) + ")",
+                ending::frames_lost);
     return;
   }
   ++c->seq_in;
   c->last_heard = clock::now();
+  c->liveness->heard(c->last_heard);
   last_activity_ = c->last_heard;
   const std::uint64_t cid = c->id;
   while (true) {
@@ -173,7 +200,11 @@ void node_core::handle_record(connection& c, reader& r, std::uint64_t src) {
       return;
     case wire::rec::bye:
       wire::read_bye(r);
-      lose(c, "the node was closed", false);
+      end_session(c, "the node was closed", ending::closed);
+      return;
+    case wire::rec::pause:
+    case wire::rec::resume:
+      on_flow(c, kind, wire::read_flow(r));
       return;
     case wire::rec::release:
       on_release(c, wire::read_release(r));
@@ -190,7 +221,19 @@ void node_core::on_handshake(connection& c, wire::rec kind, reader& r, std::uint
   c.peer_name = std::move(h.name);
   c.peer_inc = src;
   c.ready = true;
-  if (by_inc_.find(src) == by_inc_.end()) by_inc_[src] = &c;
+  by_inc_[src] = &c;  // the newest session with that incarnation
+  if (unreachable_incs_.erase(src) != 0) {
+    st_.peers_rejoined.fetch_add(1, std::memory_order_relaxed);
+    log("reconnected to " + c.describe() + " (it was unreachable)");
+  }
+  if (!c.endpoint.empty()) {
+    if (auto u = unreachable_at_.find(c.endpoint); u != unreachable_at_.end()) {
+      // Another incarnation answers where an unreachable one was: that one
+      // restarted, and nothing may reach it any more.
+      if (u->second.inc != src) dead_incs_.insert(u->second.inc);
+      unreachable_at_.erase(u);
+    }
+  }
   st_.peers.store(conns_.size(), std::memory_order_relaxed);
   if (kind == wire::rec::hello) send_handshake(c, wire::rec::welcome);
   for (auto token : std::exchange(c.waiting_lookups, {})) send_lookup(c, token);
@@ -200,50 +243,97 @@ void node_core::on_handshake(connection& c, wire::rec kind, reader& r, std::uint
 
 void node_core::timers() {
   const auto now = clock::now();
+  forgive_stall(now);
   expire_lookups(now);
-  // Heartbeats go out also while we do not read (paused); liveness is not
-  // judged then, since the peers' frames wait unread.
-  const bool judging = !paused_on_;
-  std::vector<std::uint64_t> silent;
+  if (!pausing_.empty()) check_pauses(now);
+  std::vector<std::pair<std::uint64_t, std::string>> ended;
   for (auto& [id, c] : conns_) {
-    if (!c->ready) {
-      if (!c->outgoing && now - c->last_heard > cfg_.heartbeat_timeout) silent.push_back(id);
+    if (c->broken) {
+      ended.emplace_back(id, "its side of the connection was closed");
       continue;
     }
-    if (judging && now - c->last_heard > cfg_.heartbeat_timeout) silent.push_back(id);
-    else if (now - c->last_sent >= cfg_.heartbeat_interval && c->out.empty() && !c->has_stuck()) heartbeat(*c);
+    if (!c->ready) {
+      if (!c->outgoing && now - c->last_heard > cfg_.heartbeat_timeout) ended.emplace_back(id, "no handshake");
+      continue;
+    }
+    if (!flooded_ && c->liveness->suspect(now)) {  // not while this node is not reading
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(c->liveness->silence(now)).count();
+      char phi[32];
+      std::snprintf(phi, sizeof phi, "%.1f", c->liveness->phi(now));
+      ended.emplace_back(id, "nothing heard for " + std::to_string(ms) + " ms (phi " + phi + ", threshold " +
+                                 std::to_string(static_cast<int>(cfg_.phi_threshold)) + ")");
+      continue;
+    }
+    // Heartbeats: when nothing else was sent for an interval. A frame stuck
+    // in ZeroMQ's full queue needs none: the peer reads what is ahead of it
+    // (nothing stops reading for a slow receiver: flow control is per actor),
+    // and every frame it reads counts as an arrival.
+    if (now - c->last_sent >= cfg_.heartbeat_interval && c->out.empty() && !c->has_stuck()) heartbeat(*c);
   }
-  for (auto id : silent) {
+  for (auto& [id, why] : ended) {
     auto it = conns_.find(id);
     if (it == conns_.end()) continue;
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - it->second->last_heard).count();
-    lose(*it->second, "no heartbeat for " + std::to_string(ms) + " ms");
+    const bool silent = it->second->ready && !it->second->broken;
+    end_session(*it->second, why, silent ? ending::unreachable : ending::broken);
   }
 }
 
-// ------------------------------------------------------------ failure
+void node_core::forgive_stall(clock::time_point now) {
+  // The loop comes back here at least every poll_ms() (plus a few ms of
+  // reading); longer, and this thread was not running: starved by a loaded
+  // machine, or the whole process stopped (SIGSTOP, a debugger, a VM pause).
+  // Frames the peers sent meanwhile wait unread in the sockets; judging
+  // them now would report every peer as silent (and once did, after a
+  // SIGCONT: the resumed node refused its live peers for good).
+  const auto stall = now - last_tick_;
+  last_tick_ = now;
+  const auto normal = std::chrono::milliseconds{poll_ms() + 50};
+  if (stall <= normal) return;
+  for (auto& [id, c] : conns_) {
+    c->liveness->forgive(stall - normal);
+    c->last_heard = std::max(c->last_heard, now - normal);
+  }
+}
 
-void node_core::lose(connection& c, const std::string& why, bool report) {
+// ------------------------------------------------------------ the end of a session
+
+void node_core::end_session(connection& c, const std::string& why, ending how) {
   const std::uint64_t cid = c.id;
-  const std::string what = "troupe::net: lost " + c.describe() + ": " + why;
+  const bool unreachable = how == ending::unreachable || how == ending::frames_lost || how == ending::broken;
+  const std::string what = "troupe::net: " + std::string{unreachable ? "" : "lost "} + c.describe() +
+                           (unreachable ? " is unreachable: " : ": ") + why;
   if (c.ready) {
     st_.peers_lost.fetch_add(1, std::memory_order_relaxed);
-    dead_incs_.insert(c.peer_inc);
-    if (report && !stopping_.load()) log("lost " + c.describe() + ": " + why);
+    if (how == ending::closed) {
+      dead_incs_.insert(c.peer_inc);
+    } else if (unreachable) {
+      if (how == ending::unreachable) st_.peers_unreachable.fetch_add(1, std::memory_order_relaxed);
+      if (unreachable_incs_.size() > 4096) unreachable_incs_.clear();  // a bound: only the statistics need it
+      unreachable_incs_.insert(c.peer_inc);
+      if (!c.endpoint.empty())
+        unreachable_at_[c.endpoint] = unreachable_peer{c.peer_inc, c.describe(), why, clock::now()};
+    }
+    bool other = false;  // an older session the peer replaced by a newer one
+    for (auto& [id, o] : conns_) other = other || (o.get() != &c && o->ready && o->peer_inc == c.peer_inc);
+    if (how != ending::closed && how != ending::this_node_closed && !stopping_.load())
+      log(std::string{unreachable ? "" : "lost "} + c.describe() + (unreachable ? " is unreachable: " : ": ") + why +
+          (other         ? " (an older connection; a newer one is open)"
+           : unreachable ? "; it may come back (a new lookup or reference reconnects)"
+                         : ""));
   }
   for (auto& [key, requester] : c.requests)
     ext::respond(requester, key.second, error{net_errc::remote_unreachable, what});
   c.requests.clear();
-  std::vector<actor> ending;
+  std::vector<actor> ending_proxies;
   {
     std::lock_guard<std::mutex> g{proxies_mtx_};
-    ending.reserve(proxies_.size());  // no allocation (nor a release) below, under the lock
+    ending_proxies.reserve(proxies_.size());  // no allocation (nor a release) below, under the lock
     for (auto& [key, p] : proxies_)
       if (key.first == cid)
-        if (actor h = p->try_handle()) ending.push_back(std::move(h));
+        if (actor h = p->try_handle()) ending_proxies.push_back(std::move(h));
   }
-  for (auto& h : ending) static_cast<proxy*>(h.get())->end(error{net_errc::remote_unreachable, what});
-  ending.clear();
+  for (auto& h : ending_proxies) static_cast<proxy*>(h.get())->end(error{net_errc::remote_unreachable, what});
+  ending_proxies.clear();
   for (auto it = exports_.begin(); it != exports_.end();) {
     auto next = std::next(it);
     it->second.holders.erase(cid);
@@ -266,7 +356,12 @@ void node_core::drop_connection(std::uint64_t cid) {
   if (it == conns_.end()) return;
   auto& c = *it->second;
   for (auto* p : c.blocked) p->release();
-  if (auto b = by_inc_.find(c.peer_inc); b != by_inc_.end() && b->second == &c) by_inc_.erase(b);
+  for (auto* p : c.held) p->release();
+  if (auto b = by_inc_.find(c.peer_inc); b != by_inc_.end() && b->second == &c) {
+    by_inc_.erase(b);
+    for (auto& [id, o] : conns_)  // another session with that incarnation takes over
+      if (o.get() != &c && o->ready && o->peer_inc == c.peer_inc) by_inc_[c.peer_inc] = o.get();
+  }
   if (!c.routing_id.empty()) by_routing_.erase(c.routing_id);
   if (!c.endpoint.empty()) {
     auto e = by_endpoint_.find(c.endpoint);

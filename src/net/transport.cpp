@@ -2,6 +2,20 @@
 // to us, a DEALER per peer we connect to, the ZAP socket of the key
 // allow-list), the I/O thread's poll loop, sending and receiving whole
 // frames, and flow control (see node_core.hpp).
+//
+// Heartbeats and control records have no socket of their own, and need
+// none: this thread never stops reading a peer. A receiver over its soft
+// limit is paused on its own (actors.cpp: a pause record asks the peer to
+// hold back data for that actor), not by leaving frames unread, so the data
+// ahead of a heartbeat in a ZeroMQ queue or a TCP stream is always being
+// read, at network speed, and every frame read counts as an arrival for the
+// failure detector. A second socket per peer would not do better: the
+// ROUTER reads all its peers as one, one TCP stream is in order anyway, and
+// a second port is one more thing for firewalls and NAT. (Reading used to
+// stop for every peer while one local actor was over its limit: heartbeats
+// then waited unread, and one slow actor held back all the others. It is
+// left as a last resort, for a moment, when a receiver's mailbox gets far
+// over its limit anyway: actors.cpp, flooded().)
 #include <unistd.h>
 
 #include <algorithm>
@@ -119,7 +133,7 @@ void node_core::run() {
       items.push_back({zap_->handle(), 0, ZMQ_POLLIN, 0});
       item_conn.push_back(nullptr);
     }
-    const bool reading = !paused();
+    const bool reading = !flooded();
     if (reading) {
       if (router_) {
         items.push_back({router_->handle(), 0, ZMQ_POLLIN, 0});
@@ -131,7 +145,9 @@ void node_core::run() {
           item_conn.push_back(c.get());
         }
     }
-    long timeout = busy() ? 0 : (paused() || any_stuck()) ? 1 : poll_ms();
+    // Paused receivers are checked every millisecond for room (as a stuck
+    // frame is retried): a drained one resumes its peers at once.
+    long timeout = busy() ? 0 : (!pausing_.empty() || !reading || any_stuck()) ? 1 : poll_ms();
     // Right after traffic, an answer usually follows within a round trip:
     // poll without sleeping (yielding the core) for a short while, so
     // that neither it nor the next message pays for waking this thread.
@@ -177,7 +193,9 @@ bool node_core::any_stuck() const noexcept {
 }
 
 long node_core::poll_ms() const noexcept {
-  long ms = static_cast<long>(cfg_.heartbeat_interval.count()) / 2;
+  // A quarter of the interval: heartbeats leave at most that late, so the
+  // gaps the peers' detectors learn stay close to the interval.
+  long ms = static_cast<long>(cfg_.heartbeat_interval.count()) / 4;
   if (!lookups_.empty()) ms = std::min(ms, 20L);
   return std::max(ms, 1L);
 }
@@ -194,20 +212,6 @@ void node_core::run_inputs() {
   for (auto* p : rd) ready_.push_back(p);
 }
 
-bool node_core::paused() {
-  if (!paused_on_) return false;
-  const bool drained = paused_on_->terminated() || paused_on_->mailbox_size() <= sys_.mailbox_soft_limit() / 2;
-  // Never longer than a fraction of the heartbeat timeout at a time: an
-  // actor that waits for a response behind the pause must get it.
-  if (drained || clock::now() - paused_since_ > cfg_.heartbeat_timeout / 4) {
-    paused_on_ = actor{};
-    const auto now = clock::now();
-    for (auto& [id, c] : conns_) c->last_heard = std::max(c->last_heard, now - cfg_.heartbeat_interval);
-    return false;
-  }
-  return true;
-}
-
 // ------------------------------------------------------------ sending
 
 bool node_core::send_frame(connection& c, zmq::message_t& frame) {
@@ -219,8 +223,12 @@ bool node_core::send_frame(connection& c, zmq::message_t& frame) {
       if (!router_->send(zmq::buffer(c.routing_id), zmq::send_flags::dontwait | zmq::send_flags::sndmore)) return false;
       router_->send(frame, zmq::send_flags::dontwait);
     }
-  } catch (const zmq::error_t&) {
-    return true;  // the peer's connection is gone: the heartbeat timeout reports it
+  } catch (const zmq::error_t& e) {
+    // EHOSTUNREACH: the ROUTER no longer knows this peer (its DEALER went,
+    // or reconnected as another peer); the session cannot go on and ends
+    // at the next timers(). Anything else: the failure detector tells.
+    if (e.num() == EHOSTUNREACH) c.broken = true;
+    return true;
   }
   st_.frames_out.fetch_add(1, std::memory_order_relaxed);
   c.last_sent = clock::now();
@@ -277,7 +285,7 @@ void node_core::read_router() {
     auto it = by_routing_.find(rid);
     handle_frame(it != by_routing_.end() ? it->second : nullptr, &rid, static_cast<const char*>(data.data()),
                  data.size());
-    if (paused()) return;
+    if (flooded_) return;
   }
 }
 
@@ -293,7 +301,7 @@ void node_core::read_dealer(std::uint64_t cid) {
       return;
     }
     handle_frame(it->second.get(), nullptr, static_cast<const char*>(data.data()), data.size());
-    if (paused()) return;
+    if (flooded_) return;
   }
 }
 

@@ -65,6 +65,11 @@ void put_monitor(writer& w, std::uint64_t id) {
   w.raw(id);
 }
 
+void put_flow(writer& w, rec kind, std::uint64_t id) {
+  w.raw(static_cast<std::uint8_t>(kind));
+  w.raw(id);
+}
+
 void put_down(writer& w, const down& d) {
   w.raw(static_cast<std::uint8_t>(rec::down));
   w.raw(d.id);
@@ -170,6 +175,12 @@ std::uint64_t read_monitor(reader& r) {
   return id;
 }
 
+std::uint64_t read_flow(reader& r) {
+  auto id = r.raw<std::uint64_t>("pause or resume");
+  r.expect_end("pause or resume");
+  return id;
+}
+
 down read_down(reader& r) {
   down d;
   d.id = r.raw<std::uint64_t>("down");
@@ -220,6 +231,10 @@ record read_record(reader& r) {
     case rec::monitor:
       out.body = read_monitor(r);
       break;
+    case rec::pause:
+    case rec::resume:
+      out.body = read_flow(r);
+      break;
     case rec::down:
       out.body = read_down(r);
       break;
@@ -260,6 +275,10 @@ void write_record(std::string& out, const record& rc) {
     }
     case rec::monitor:
       put_monitor(w, std::get<std::uint64_t>(rc.body));
+      break;
+    case rec::pause:
+    case rec::resume:
+      put_flow(w, rc.kind, std::get<std::uint64_t>(rc.body));
       break;
     case rec::down:
       put_down(w, std::get<down>(rc.body));

@@ -47,8 +47,10 @@ enum class rec : std::uint8_t {
   release,       // u64 id, u64 count
   bye,           // the peer closes its node
   types,         // u32 n, n x u64 type hashes: registered since the handshake
+  pause,         // u64 id: hold back data for this local actor of the sender's (over its soft limit)
+  resume,        // u64 id: send to it again
 };
-inline constexpr std::uint8_t max_rec = static_cast<std::uint8_t>(rec::types);
+inline constexpr std::uint8_t max_rec = static_cast<std::uint8_t>(rec::resume);
 /// data flags: deliver with priority::urgent (the runtime's own messages).
 inline constexpr std::uint8_t flag_urgent = 1;
 /// lookup_reply status.
@@ -127,6 +129,8 @@ void put_lookup_reply(writer& w, const lookup_reply& l);
 /// The data record's head; the values follow (message_type::encode).
 void put_data_head(writer& w, const data_head& d);
 void put_monitor(writer& w, std::uint64_t id);
+/// pause or resume (kind), for the actor `id`.
+void put_flow(writer& w, rec kind, std::uint64_t id);
 void put_down(writer& w, const down& d);
 void put_release(writer& w, const release& r);
 void put_bye(writer& w);
@@ -151,6 +155,7 @@ lookup read_lookup(reader& r);
 lookup_reply read_lookup_reply(reader& r);
 data_head read_data_head(reader& r);
 std::uint64_t read_monitor(reader& r);
+std::uint64_t read_flow(reader& r);
 down read_down(reader& r);
 release read_release(reader& r);
 void read_bye(reader& r);
@@ -166,7 +171,7 @@ struct data_record {
 };
 struct record {
   rec kind = rec::bye;
-  /// bye: monostate; hello and welcome: handshake; types: vector; monitor: u64
+  /// bye: monostate; hello and welcome: handshake; types: vector; monitor, pause, resume: u64
   std::variant<std::monostate, handshake, std::vector<std::uint64_t>, lookup, lookup_reply, data_record, std::uint64_t,
                down, release>
       body;

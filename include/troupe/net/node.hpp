@@ -11,12 +11,14 @@
 // Security is on by default: ZeroMQ's CURVE (libsodium) encrypts and
 // authenticates every connection; a node accepts only the public keys it
 // trusts. Plaintext needs security::plaintext, and is reported on stderr.
-// Guarantees: per sender-receiver order; at-most-once delivery; a lost node
-// (killed, frozen, cut off: no heartbeat for heartbeat_timeout) ends its
-// proxies with net_errc::remote_unreachable, so monitors get down_msg, links
-// exit_msg, and requests in flight an error. Frames lost in between end the
-// connection the same way (nothing is lost silently). A restarted node is a
-// new incarnation: nothing meant for the old one reaches it.
+// Guarantees: per sender-receiver order; at-most-once delivery; a node that
+// goes silent (killed, frozen, cut off: the phi-accrual failure detector, at
+// most heartbeat_timeout) is unreachable: its proxies end with
+// net_errc::remote_unreachable, so monitors get down_msg, links exit_msg, and
+// requests in flight an error. Frames lost in between end the session the
+// same way (nothing is lost silently). The same incarnation may come back: a
+// new remote_actor reconnects. A restarted node is a new incarnation:
+// nothing meant for the old one reaches it.
 // Declare the node after the actor_system it serves (it is destroyed first).
 // Threads: one I/O thread per node (plus ZeroMQ's own). See docs/net.md.
 #pragma once
@@ -59,6 +61,16 @@ key_pair load_key_pair(const std::string& key_file);
 /// Reads a public key (a `.pub` file, or the first line of any file).
 std::string load_public_key(const std::string& pub_file);
 
+/// Named liveness settings (node_config::use; docs/net.md, "Liveness").
+enum class liveness_profile {
+  /// A LAN or a cloud (the default): heartbeat 1 s, unreachable after a
+  /// silence phi judges abnormal (about 5 s when idle; at most 10 s).
+  standard,
+  /// A quiet low-latency LAN: heartbeat 100 ms, unreachable after about
+  /// 0.6 s of silence (at most 1 s). Loaded machines may see false alarms.
+  lan,
+};
+
 enum class security {
   curve,      ///< encrypted and authenticated (default)
   plaintext,  ///< no encryption, no authentication: trusted networks only
@@ -68,10 +80,36 @@ struct node_config {
   net::security security = security::curve;
   key_pair keys{};                        ///< this node's keys (curve)
   std::vector<std::string> trusted_keys;  ///< public keys allowed to connect (curve)
-  /// Each connection sends a heartbeat when it has sent nothing else for
-  /// this long, and a peer silent for heartbeat_timeout is lost.
-  std::chrono::milliseconds heartbeat_interval{100};
-  std::chrono::milliseconds heartbeat_timeout{600};
+  // ---------------------------------------------------------------- liveness
+  // (docs/net.md, "Liveness"). The defaults suit a LAN or a cloud, like
+  // CAF's and Akka's; node_config::lan() or use(liveness_profile::lan) picks
+  // the low-latency profile. A peer found silent is unreachable, not dead:
+  // the same incarnation may come back and reconnect.
+  /// Each connection sends a heartbeat when it has sent nothing else for this long.
+  std::chrono::milliseconds heartbeat_interval{1000};
+  /// A peer silent this long is unreachable, whatever the phi detector says
+  /// (the upper bound of detection).
+  std::chrono::milliseconds heartbeat_timeout{10000};
+  /// The phi-accrual failure detector (per connection; any frame heard is an
+  /// arrival): a peer is unreachable once phi, -log10 of the chance that a
+  /// live peer stays silent this long, is above phi_threshold.
+  double phi_threshold = 8.0;
+  /// A silence this much longer than the usual gap is still normal (keep it
+  /// above heartbeat_interval: data bursts teach the detector short gaps).
+  std::chrono::milliseconds acceptable_heartbeat_pause{3000};
+  /// The spread of the gaps is never assumed smaller than this.
+  std::chrono::milliseconds phi_min_stddev{200};
+  /// Gaps the detector remembers per connection.
+  std::size_t phi_window = 100;
+  /// Sets the liveness fields above to a named profile's values.
+  node_config& use(liveness_profile p);
+  /// A configuration with the lan liveness profile (the rest as default).
+  static node_config lan() {
+    node_config c;
+    c.use(liveness_profile::lan);
+    return c;
+  }
+  // ----------------------------------------------------------------------------
   /// Frames (of up to batch_bytes) queued per connection and direction before
   /// senders are held back (ZeroMQ's high-water marks).
   int queue_frames = 64;
@@ -98,13 +136,16 @@ struct remote_address {
 struct node_stats {
   std::uint64_t frames_in = 0, frames_out = 0;
   std::uint64_t messages_in = 0, messages_out = 0;
-  std::uint64_t malformed = 0;       ///< frames or records that did not decode
-  std::uint64_t unknown_types = 0;   ///< messages of a type this node has not registered
-  std::uint64_t unsendable = 0;      ///< messages the peer could not read (type not registered there)
-  std::uint64_t unknown_actors = 0;  ///< messages for actors this node does not export
-  std::uint64_t stale = 0;           ///< frames from or for another incarnation
-  std::uint64_t rejected_keys = 0;   ///< connections refused by the key allow-list
-  std::uint64_t peers_lost = 0;
+  std::uint64_t malformed = 0;          ///< frames or records that did not decode
+  std::uint64_t unknown_types = 0;      ///< messages of a type this node has not registered
+  std::uint64_t unsendable = 0;         ///< messages the peer could not read (type not registered there)
+  std::uint64_t unknown_actors = 0;     ///< messages for actors this node does not export
+  std::uint64_t stale = 0;              ///< frames from or for another incarnation
+  std::uint64_t rejected_keys = 0;      ///< connections refused by the key allow-list
+  std::uint64_t peers_lost = 0;         ///< sessions ended: peer unreachable, closed, restarted, or frames lost
+  std::uint64_t peers_unreachable = 0;  ///< of those, peers found silent by the failure detector
+  std::uint64_t peers_rejoined = 0;     ///< sessions opened again with an incarnation once unreachable
+  std::uint64_t flow_pauses = 0;        ///< pauses asked of peers for a local receiver over its soft limit
   std::size_t peers = 0, proxies = 0, exports = 0;
 };
 
