@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "net_namespaces.hpp"
 #include "troupe/net/node.hpp"
 
 namespace net_proc {
@@ -269,55 +270,6 @@ inline void watch(troupe::actor_system& sys, failure_watch& w, const actor& targ
       target, sleeper);
   armed.get_future().wait();
 }
-
-inline bool run_quiet(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
-
-/// Two network namespaces joined by a veth pair (removed again on exit).
-struct namespaces {
-  std::string a, b, veth_a, veth_b;
-  bool ok = false;
-  std::string why;
-  namespaces() {
-    const auto id = std::to_string(getpid());
-    a = "trp" + id + "a";
-    b = "trp" + id + "b";
-    veth_a = "trv" + id + "a";
-    veth_b = "trv" + id + "b";
-    if (geteuid() != 0) {
-      why = "network namespaces need root (uid " + std::to_string(geteuid()) + ")";
-      return;
-    }
-    if (!run_quiet("ip netns add " + a)) {
-      why = "'ip netns add' does not work here (no iproute2, or no CAP_SYS_ADMIN in this container)";
-      return;
-    }
-    const std::vector<std::string> steps = {
-        "ip netns add " + b,
-        "ip link add " + veth_a + " type veth peer name " + veth_b,
-        "ip link set " + veth_a + " netns " + a,
-        "ip link set " + veth_b + " netns " + b,
-        "ip -n " + a + " addr add 10.201.0.1/24 dev " + veth_a,
-        "ip -n " + b + " addr add 10.201.0.2/24 dev " + veth_b,
-        "ip -n " + a + " link set lo up",
-        "ip -n " + b + " link set lo up",
-        "ip -n " + a + " link set " + veth_a + " up",
-        "ip -n " + b + " link set " + veth_b + " up",
-        "ip netns exec " + a + " true",  // exec into a namespace may still be refused (no /sys remount)
-    };
-    for (auto& cmd : steps)
-      if (!run_quiet(cmd)) {
-        why = "setting up the namespaces failed at: " + cmd;
-        return;
-      }
-    ok = true;
-  }
-  ~namespaces() {
-    run_quiet("ip netns del " + a);
-    run_quiet("ip netns del " + b);
-  }
-  namespaces(const namespaces&) = delete;
-  namespaces& operator=(const namespaces&) = delete;
-};
 
 /// A parent node in this process watching a server child: a monitor on its
 /// "counter" and a request to its "sleeper" that is never answered (see

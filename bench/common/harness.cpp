@@ -944,10 +944,15 @@ int run_main(int argc, char** argv, const spec& s) {
     std::fprintf(stderr, "[%s] %s mode, %d run(s) per impl and variant, %u cores\n", s.name.c_str(), ctx.mode.c_str(),
                  runs, ctx.cores);
 
+  // The figure of a variant: its own (variant::figure) or the spec's.
+  auto figure_of = [&](const variant& v) -> const metric& {
+    return !opt.instructions && v.figure ? *v.figure : primary;
+  };
   std::vector<std::vector<cell>> cells(variants.size());
   std::vector<std::string> failure_log;
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     auto& v = variants[vi];
+    const metric& fig_metric = figure_of(v);
     auto& row = cells[vi];
     for (auto* im : selected) {
       row.emplace_back();
@@ -971,7 +976,7 @@ int run_main(int argc, char** argv, const spec& s) {
         switch (res.kind) {
           case outcome::ok: {
             if (!opt.quiet) {
-              double fig = primary.compute(res.s, v.p);
+              double fig = fig_metric.compute(res.s, v.p);
               std::string line = res.phase.empty() ? std::string{}
                                                    : ", line " + fixed(res.rtt_before_ns, 0) + "/" +
                                                          fixed(res.rtt_after_ns, 0) + " ns: " + res.phase;
@@ -979,7 +984,7 @@ int run_main(int argc, char** argv, const spec& s) {
                            "[%s | %s] run %d/%d %-8s %s %s  (wall %.3f s, "
                            "user %.2f s, sys %.2f s, rss %.1f MiB%s)\n",
                            s.name.c_str(), v.label.c_str(), r, runs, c.im->name.c_str(), human(fig).c_str(),
-                           primary.unit.c_str(), res.s.wall_s, res.user_s, res.sys_s, res.peak_rss_kb / 1024.0,
+                           fig_metric.unit.c_str(), res.s.wall_s, res.user_s, res.sys_s, res.peak_rss_kb / 1024.0,
                            line.c_str());
             }
             c.ok.push_back(std::move(res));
@@ -1013,18 +1018,18 @@ int run_main(int argc, char** argv, const spec& s) {
       ctx.timestamp = utc_timestamp();
       for (auto& c : row) {
         if (c.ok.empty()) {
-          std::fprintf(json, "%s\n", json_status_line(ctx, v, c, primary).c_str());
+          std::fprintf(json, "%s\n", json_status_line(ctx, v, c, fig_metric).c_str());
           continue;
         }
         // One set of lines per phase: a figure never mixes near and far runs.
         for (auto& [ph, part] : by_phase(c)) {
           std::vector<double> xs;
           xs.reserve(part.ok.size());
-          for (auto& r : part.ok) xs.push_back(primary.compute(r.s, v.p));
-          std::fprintf(
-              json, "%s\n",
-              json_metric_line(ctx, v, part, ph, primary.name, primary.unit, primary.higher_is_better, make_stats(xs))
-                  .c_str());
+          for (auto& r : part.ok) xs.push_back(fig_metric.compute(r.s, v.p));
+          std::fprintf(json, "%s\n",
+                       json_metric_line(ctx, v, part, ph, fig_metric.name, fig_metric.unit, fig_metric.higher_is_better,
+                                        make_stats(xs))
+                           .c_str());
           // Extra figures, in name order (under --instructions only the total).
           std::map<std::string, figure> kinds;
           for (auto& r : part.ok)
@@ -1054,6 +1059,10 @@ int run_main(int argc, char** argv, const spec& s) {
          "sys s", "peak RSS MiB", "ok", "note"});
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     auto& v = variants[vi];
+    const metric& fig_metric = figure_of(v);
+    // A variant with a figure of its own names it in the note column.
+    const std::string figure_note =
+        &fig_metric == &primary ? std::string{} : "figure: " + fig_metric.name + " [" + fig_metric.unit + "]";
     std::vector<std::vector<std::pair<std::string, cell>>> parts;
     std::vector<std::string> phases;  // those with runs, in by_phase's order
     for (auto& c : cells[vi]) {
@@ -1075,13 +1084,13 @@ int run_main(int argc, char** argv, const spec& s) {
         if (const cell* part = part_in(parts[ci], ph); part != nullptr && part->im->name == "troupe") {
           std::vector<double> xs;
           xs.reserve(part->ok.size());
-          for (auto& r : part->ok) xs.push_back(primary.compute(r.s, v.p));
+          for (auto& r : part->ok) xs.push_back(fig_metric.compute(r.s, v.p));
           troupe_med = median(xs);
         }
       const std::string ph_label = ph.empty() ? "-" : ph;
       for (size_t ci = 0; ci < cells[vi].size(); ++ci) {
         auto& c = cells[vi][ci];
-        std::string note;
+        std::string note = figure_note;
         if (c.skipped) note = "skipped: " + c.skip_reason;
         else if (!c.failures.empty())
           note = "FAILED " + std::to_string(c.failures.size()) + " run(s)" +
@@ -1095,11 +1104,11 @@ int run_main(int argc, char** argv, const spec& s) {
         }
         std::vector<double> xs;
         xs.reserve(part->ok.size());
-        for (auto& r : part->ok) xs.push_back(primary.compute(r.s, v.p));
+        for (auto& r : part->ok) xs.push_back(fig_metric.compute(r.s, v.p));
         auto st = make_stats(xs);
         std::string ratio = "-";
         if (std::isfinite(troupe_med) && c.im->name != "troupe" && st.med > 0 && troupe_med > 0) {
-          double q = primary.higher_is_better ? troupe_med / st.med : st.med / troupe_med;
+          double q = fig_metric.higher_is_better ? troupe_med / st.med : st.med / troupe_med;
           ratio = fixed(q, 2) + "x";
         }
         t.add({v.label, ph_label, c.im->name, human(st.med), human(st.lo), human(st.hi), ratio,

@@ -161,6 +161,10 @@ inline metric extra_metric(std::string name, std::string unit, bool higher_is_be
 struct variant {
   std::string label;
   params p;
+  /// This variant's own figure, when it measures something else than the
+  /// spec's primary one (detection: a count of false alarms next to
+  /// detection times); ignored under --instructions.
+  std::optional<metric> figure = {};
 };
 
 /// What --instructions counts: small parameter sets (one worker, so that the

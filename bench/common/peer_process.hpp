@@ -201,6 +201,12 @@ class server_process {
       throw std::runtime_error("server process failed: " + what_went_wrong());
   }
 
+  /// Sends `sig` to the server process, when it has not been reaped yet (the
+  /// detection benchmark kills or stops it: kill() reaps it later).
+  void signal(int sig) const noexcept {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+
   /// SIGKILL and reap, when the server has not been reaped yet.
   void kill() noexcept {
     if (pid_ > 0) {
