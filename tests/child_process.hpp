@@ -1,7 +1,7 @@
 // child_process.hpp: a child process for the multi-process tests and
 // benchmarks (a program killed and run again, a server): started with
-// posix_spawn, its output to files, killed and reaped when it goes. No
-// GoogleTest here.
+// posix_spawn, its output to files, killed and reaped when it goes; free
+// ports for it. No GoogleTest here.
 #pragma once
 
 #include <chrono>
@@ -19,7 +19,9 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +35,27 @@ using namespace std::chrono_literals;
 inline std::string slurp(const fs::path& p) {
   std::ifstream in{p, std::ios::binary};
   return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+/// `n` distinct free TCP ports of 127.0.0.1, for a server the test starts
+/// (all held open until every one is picked, then let go: another process
+/// could take one in between, which a rerun fixes).
+inline std::vector<int> free_ports(std::size_t n) {
+  std::vector<int> fds, ports;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error{"free_ports: no free port on 127.0.0.1"};
+    fds.push_back(fd);
+    ports.push_back(ntohs(a.sin_port));
+  }
+  for (const int fd : fds) ::close(fd);
+  return ports;
 }
 
 /// A child process: stdout and stderr to files; killed and reaped when
@@ -61,6 +84,10 @@ class process {
     ::kill(pid_, sig);
     ::waitpid(pid_, &status_, 0);
     pid_ = -1;
+  }
+  /// Sends `sig` and returns (SIGSTOP, SIGCONT: kill() would wait for an exit).
+  void signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
   }
   /// The exit code once it has exited within `limit`; -100 - the signal if
   /// a signal ended it; -2 if it still ran (then it is killed).
