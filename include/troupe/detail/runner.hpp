@@ -709,8 +709,7 @@ class runner final
         node_{prototype},
         tag_{make_tagger()},
         stamp_{make_stamper()},
-        sample_every_{s.latency_sample == 0 ? 1 : s.latency_sample},
-        sample_left_{sample_every_} {
+        sample_every_{s.latency_sample == 0 ? 1 : s.latency_sample} {
     node_access::set_context(node_, stream::node_context{&sys, s.replica, s.replicas, false, &keyed_});
     if constexpr (!is_sink) {
       auto& out = static_cast<stream::emitter<Out>&>(node_);
@@ -1075,11 +1074,13 @@ class runner final
         }
         return true;
       }
+      if constexpr (measures_latency) sample(*v.value);
       if constexpr (tags) tag_.begin(v.reply, v.seq, v.last);
       const bool go = element([&] { node_.consume(*v.value); }, &v.reply);
       if constexpr (tags) end_item();
       return go;
     } else {
+      if constexpr (measures_latency) sample(v);
       return element([&] { node_.consume(v); }, nullptr);
     }
   }
@@ -1090,15 +1091,10 @@ class runner final
       this->fail(std::current_exception());  // out of memory while parking
     }
   }
-  /// The sink's latency sample: one element in sample_every_. The count
-  /// down lives in a local of the drain loop (`left`, a register), not in
-  /// the member: the element loop pays a decrement and a branch (pipeline3:
-  /// 3 instructions per tuple less than a member's load, add, store and
-  /// compare).
   template <class T>
-  void sample(const T& v, std::size_t& left) noexcept {
-    if (--left == 0) [[unlikely]] {
-      left = sample_every_;
+  void sample(const T& v) noexcept {
+    if (++sampled_ == sample_every_) {
+      sampled_ = 0;
       latency_->record(stream::now() - static_cast<std::uint64_t>(v.stamp));
     }
   }
@@ -1200,15 +1196,7 @@ class runner final
               continue;
             }
           }
-          [[maybe_unused]] std::size_t left = sample_left_;
           const auto got = ring.consume(max, [&](InE& v) noexcept {
-            if constexpr (measures_latency) {
-              if constexpr (Tagged) {
-                if (v.value) sample(*v.value, left);
-              } else {
-                sample(v, left);
-              }
-            }
             if constexpr (Aligned && records) {
               if (record && !keep(v)) [[unlikely]] {
                 failed = true;
@@ -1222,7 +1210,6 @@ class runner final
             if constexpr (holds) return !this->out_.blocked() && !held();
             else return !this->out_.blocked();
           });
-          if constexpr (measures_latency) sample_left_ = left;
           in += got;
           if (got != 0) any = true;
           if (failed) return this->end(false);
@@ -1279,7 +1266,7 @@ class runner final
   stamper_type stamp_;
   std::uint64_t markers_seen_ = 0;
   std::size_t sample_every_;
-  std::size_t sample_left_;  // elements until the next latency sample (sample())
+  std::size_t sampled_ = 0;
   std::unique_ptr<stream::latency_histogram> latency_;
 };
 
