@@ -89,6 +89,9 @@ inline net::node_config standard(const char* name) {
 /// The client of the liveness tests (net_liveness_test.cpp), in a child
 /// process: spec "<endpoint> <seconds> <lan|standard>".
 int liveness_client_main(const char* spec, int out);
+/// A member of the mesh test (net_scale_test.cpp), in a child process:
+/// `dir` is the directory the test and its members share.
+int mesh_child_main(const char* dir, int out);
 
 class child {
  public:

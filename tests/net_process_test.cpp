@@ -148,7 +148,7 @@ struct frame_builder {
     out.clear();
     net::writer w{out, nullptr};
     w.raw(std::uint32_t{0x31505254});
-    w.raw(std::uint8_t{1});
+    w.raw(std::uint8_t{2});  // wire version
     w.raw(std::uint8_t{0});
     w.raw(std::uint16_t{0});
     w.raw(src);
@@ -166,11 +166,13 @@ std::string hello_body() {
   std::string b;
   net::writer w{b, nullptr};
   w.raw(std::uint8_t{1});
-  w.raw(std::uint32_t{1});
+  w.raw(std::uint32_t{2});  // wire version
   net::codec<std::string>::write(w, "fuzzer");
   auto hashes = net::detail::registered_hashes(0, net::detail::registered_count());
   w.raw(static_cast<std::uint32_t>(hashes.size()));
   for (auto h : hashes) w.raw(h);
+  w.raw(std::uint32_t{0});  // no endpoints
+  w.raw(std::uint8_t{0});   // flags
   return b;
 }
 
@@ -640,6 +642,7 @@ int main(int argc, char** argv) {
   if (const char* endpoint = std::getenv("TROUPE_NET_TEST_WATCH")) return watcher_main(endpoint, out);
   if (const char* spec = std::getenv("TROUPE_NET_TEST_SPLIT")) return split_child_main(spec, out);
   if (const char* spec = std::getenv("TROUPE_NET_TEST_LIVENESS")) return liveness_client_main(spec, out);
+  if (const char* dir = std::getenv("TROUPE_NET_TEST_MESH")) return mesh_child_main(dir, out);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

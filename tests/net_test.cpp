@@ -642,7 +642,7 @@ TEST(net_wire, the_layout_of_a_frame_is_the_documented_one) {
   std::string manual;
   net::writer w{manual, nullptr};
   w.raw(std::uint32_t{0x31505254});  // "TRP1"
-  w.raw(std::uint8_t{1});            // version
+  w.raw(net::wire::version);         // version
   w.raw(std::uint8_t{0});
   w.raw(std::uint16_t{0});
   w.raw(std::uint64_t{1000});  // source incarnation

@@ -47,17 +47,25 @@ void node_core::publish(const actor& a, const std::string& name, std::uint64_t i
   });
 }
 
-actor node_core::lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
-                        std::uint64_t iface) {
+void node_core::lookup_async(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
+                             std::uint64_t iface, lookup_done done) {
   if (cfg_.security == security::curve && !is_z85_key(where.public_key))
     throw net_error("troupe::net: remote_actor('" + where.endpoint +
                     "'): the node's public key is missing or not a Z85 CURVE key (40 characters)");
+  if (stopping_.load()) throw net_error("troupe::net: the node is closed");
+  post([this, where, name, timeout, iface, done = std::move(done)]() mutable {
+    start_lookup(where, name, timeout, iface, std::move(done));
+  });
+}
+
+// The blocking lookup is the asynchronous one and a wait: the I/O thread
+// times it out (expire_lookups, at its deadline), so the caller's thread
+// only sleeps on the future.
+actor node_core::lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
+                        std::uint64_t iface) {
   auto p = std::make_shared<std::promise<lookup_result>>();
   auto fut = p->get_future();
-  call<int>([this, where, name, timeout, iface, p] {
-    start_lookup(where, name, timeout, iface, p);
-    return 0;
-  });
+  lookup_async(where, name, timeout, iface, [p](lookup_result r) { p->set_value(std::move(r)); });
   if (fut.wait_for(timeout + std::chrono::seconds{5}) != std::future_status::ready)
     throw net_error("troupe::net: remote_actor('" + where.endpoint + "'): the node's I/O thread did not answer");
   auto r = fut.get();
@@ -68,17 +76,30 @@ actor node_core::lookup(const remote_address& where, const std::string& name, st
 // ------------------------------------------------------------ lookups
 
 void node_core::start_lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
-                             std::uint64_t iface, const std::shared_ptr<std::promise<lookup_result>>& p) {
+                             std::uint64_t iface, lookup_done done) {
   std::string error;
   connection* c = connect(where, error);
   if (c == nullptr) {
-    p->set_value(lookup_result{{}, std::move(error)});
+    pending_lookup l{.done = std::move(done)};
+    finish_lookup(l, lookup_result{{}, std::move(error)});
     return;
   }
   auto token = ++next_token_;
-  lookups_[token] = pending_lookup{p, c->id, name, iface, clock::now() + timeout, where.endpoint, timeout};
+  lookups_[token] =
+      pending_lookup{std::move(done), c->id, name, iface, clock::now() + timeout, where.endpoint, timeout};
   if (c->ready) send_lookup(*c, token);
   else c->waiting_lookups.push_back(token);
+}
+
+void node_core::finish_lookup(pending_lookup& l, lookup_result r) {
+  if (!l.done) return;
+  try {
+    std::exchange(l.done, {})(std::move(r));
+  } catch (const std::exception& e) {
+    log(std::string{"a lookup's callback threw: "} + e.what());
+  } catch (...) {
+    log("a lookup's callback threw");
+  }
 }
 
 void node_core::send_lookup(connection& c, std::uint64_t token) {
@@ -112,9 +133,9 @@ void node_core::expire_lookups(clock::time_point now) {
           " (no handshake: nobody listens there, or the keys do not match: the server key given here, or this "
           "node's key not trusted there)";
     }
-    l.p->set_value(lookup_result{{},
-                                 "troupe::net: remote_actor('" + l.endpoint + "', '" + l.name +
-                                     "'): no answer within " + std::to_string(l.timeout.count()) + " ms" + why});
+    finish_lookup(l, lookup_result{{},
+                                   "troupe::net: remote_actor('" + l.endpoint + "', '" + l.name +
+                                       "'): no answer within " + std::to_string(l.timeout.count()) + " ms" + why});
     if (ct != conns_.end() && !ct->second->ready) {
       bool others = false;
       for (auto& [t2, l2] : lookups_) others = others || l2.conn == l.conn;
@@ -149,10 +170,11 @@ void node_core::on_lookup_reply(const wire::lookup_reply& l) {
   if (it == lookups_.end()) return;  // timed out meanwhile
   auto pending = std::move(it->second);
   lookups_.erase(it);
-  if (l.status == wire::lookup_ok && a) pending.p->set_value(lookup_result{std::move(a), {}});
+  if (l.status == wire::lookup_ok && a) finish_lookup(pending, lookup_result{std::move(a), {}});
   else
-    pending.p->set_value(lookup_result{
-        {}, "troupe::net: remote_actor('" + pending.endpoint + "', '" + pending.name + "'): " + l.detail});
+    finish_lookup(
+        pending, lookup_result{
+                     {}, "troupe::net: remote_actor('" + pending.endpoint + "', '" + pending.name + "'): " + l.detail});
 }
 
 // ------------------------------------------------------------ references
@@ -168,8 +190,19 @@ wire::actor_ref node_core::ref_of(connection& c, const actor& a) {
     return {inc_, a.id()};
   }
   if (auto* p = dynamic_cast<proxy*>(a.get()); p != nullptr && !p->is_sink()) {
+    // An actor of c's peer goes back as the peer's own. An actor of a
+    // third node (a proxy on another connection) is exported like a local
+    // actor: the reader gets a handle to this node's proxy, and what it
+    // sends is forwarded by this node (drain_ready), answers included
+    // (their sender, the reader's actor, is exported the same way on the
+    // third node's connection). Forwarding, not a connection the reader
+    // opens to the third node: it works whatever the reader can reach or
+    // is trusted by, needs no endpoint or key in every reference, and opens
+    // no connection per handle passed around; it costs a hop. Monitors
+    // work through the hop too: this node's proxy ends when the third
+    // node's actor does, and its export tells the reader.
     auto it = conns_.find(p->conn());
-    return {it != conns_.end() ? it->second->peer_inc : std::uint64_t{0}, p->rid()};
+    if (it != conns_.end() && it->second->peer_inc == c.peer_inc) return {c.peer_inc, p->rid()};
   }
   auto [it, fresh] = exports_.try_emplace(a.id());
   if (fresh) {

@@ -121,6 +121,8 @@ node_stats node_core::stats() const {
   s.peers_unreachable = st_.peers_unreachable.load();
   s.peers_rejoined = st_.peers_rejoined.load();
   s.flow_pauses = st_.flow_pauses.load();
+  s.heartbeats_out = st_.heartbeats_out.load();
+  s.duplicates_refused = st_.duplicates_refused.load();
   s.peers = st_.peers.load();
   s.exports = st_.exports.load();
   std::lock_guard<std::mutex> g{proxies_mtx_};
@@ -148,8 +150,8 @@ void node_core::shutdown_io() {
       end_session(*it->second, "this node was closed", ending::this_node_closed);
   for (auto* p : ready_) p->release();
   ready_.clear();
-  for (auto& [token, l] : lookups_) l.p->set_value(lookup_result{{}, "troupe::net: the node was closed"});
-  lookups_.clear();
+  auto lookups = std::exchange(lookups_, {});
+  for (auto& [token, l] : lookups) finish_lookup(l, lookup_result{{}, "troupe::net: the node was closed"});
   for (auto it = exports_.begin(); it != exports_.end();) {
     auto next = std::next(it);
     drop_export(it);
@@ -209,6 +211,13 @@ void node::publish_impl(const actor& a, const std::string& name, std::uint64_t i
 }
 actor node::remote_actor(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout) {
   return core_->lookup(where, name, timeout, 0);
+}
+void node::remote_actor_async(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
+                              std::function<void(lookup_outcome)> done) {
+  if (!done) throw net_error("troupe::net: remote_actor_async: no callback");
+  core_->lookup_async(where, name, timeout, 0, [done = std::move(done)](detail::lookup_result r) {
+    done(lookup_outcome{std::move(r.a), std::move(r.error)});
+  });
 }
 actor node::lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
                    std::uint64_t iface) {

@@ -132,6 +132,9 @@ struct connection {
   std::uint64_t peer_inc = 0;
   std::string peer_name;
   bool ready = false;  // handshake done
+  /// An outgoing connection the peer refused as a duplicate (it keeps the
+  /// one it opened to us): its lookups wait here for that session (peer_inc).
+  bool superseded = false;
   std::unordered_set<std::uint64_t> peer_types;
   std::uint64_t last_known_hash = 0;  // the last type found in peer_types
   std::size_t announced = 0;          // our types the peer was told of (registered_count() numbering)
@@ -168,6 +171,8 @@ struct lookup_result {
   actor a;
   std::string error;
 };
+/// Called once, on the I/O thread, when a lookup ends.
+using lookup_done = std::function<void(lookup_result)>;
 
 class node_core final : public handle_context,
                         public ext::shutdown_client,
@@ -203,6 +208,9 @@ class node_core final : public handle_context,
   void publish(const actor& a, const std::string& name, std::uint64_t iface);
   actor lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
                std::uint64_t iface);
+  /// Any thread: starts a lookup; `done` runs on the I/O thread when it ends.
+  void lookup_async(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
+                    std::uint64_t iface, lookup_done done);
   /// Any thread: `p` has mail (its notify).
   void ready(proxy* p) noexcept;
   /// Any thread: `p` ended (its on_end).
@@ -229,18 +237,18 @@ class node_core final : public handle_context,
     bool monitored = false;
   };
   struct pending_lookup {
-    std::shared_ptr<std::promise<lookup_result>> p;
-    std::uint64_t conn;
-    std::string name;
-    std::uint64_t iface;
-    clock::time_point deadline;
-    std::string endpoint;
-    std::chrono::milliseconds timeout;
+    lookup_done done;
+    std::uint64_t conn = 0;
+    std::string name{};
+    std::uint64_t iface = 0;
+    clock::time_point deadline{};
+    std::string endpoint{};
+    std::chrono::milliseconds timeout{};
   };
   struct counters {
     std::atomic<std::uint64_t> frames_in{0}, frames_out{0}, messages_in{0}, messages_out{0}, malformed{0},
         unknown_types{0}, unsendable{0}, unknown_actors{0}, stale{0}, rejected_keys{0}, peers_lost{0},
-        peers_unreachable{0}, peers_rejoined{0}, flow_pauses{0};
+        peers_unreachable{0}, peers_rejoined{0}, flow_pauses{0}, heartbeats_out{0}, duplicates_refused{0};
     std::atomic<std::size_t> peers{0}, exports{0};
   };
 
@@ -256,6 +264,8 @@ class node_core final : public handle_context,
   bool send_frame(connection& c, zmq::message_t& frame);
   void flush(connection& c);
   bool read_budget_left(int frames, clock::time_point since) const;
+  /// Rebuilds poll_items_ (only when the set of sockets changed: poll_dirty_).
+  void rebuild_poll_set();
   void read_router();
   void read_dealer(std::uint64_t cid);
   void handle_zap();
@@ -283,7 +293,12 @@ class node_core final : public handle_context,
     end_record(c, at);
     if (c.out.size() >= cfg_.batch_bytes) flush(c);
   }
-  void send_handshake(connection& c, wire::rec kind);
+  void send_handshake(connection& c, wire::rec kind, std::uint8_t flags = 0);
+  /// Our own outgoing connection to the node that sent a hello from
+  /// incarnation `inc`, listening at `endpoints` (null when there is none).
+  connection* own_connection_to(std::uint64_t inc, const std::vector<std::string>& endpoints);
+  /// Hands the lookups waiting on `from` (not ready) over to `to`.
+  void move_lookups(connection& from, connection& to);
   void heartbeat(connection& c);
   void handle_record(connection& c, reader& r, std::uint64_t src);
   void on_handshake(connection& c, wire::rec kind, reader& r, std::uint64_t src);
@@ -304,7 +319,9 @@ class node_core final : public handle_context,
 
   // ------------------------------------------------ actors.cpp
   void start_lookup(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
-                    std::uint64_t iface, const std::shared_ptr<std::promise<lookup_result>>& p);
+                    std::uint64_t iface, lookup_done done);
+  /// Ends a lookup: its callback, which must not throw out into this thread.
+  void finish_lookup(pending_lookup& l, lookup_result r);
   void send_lookup(connection& c, std::uint64_t token);
   void expire_lookups(clock::time_point now);
   void on_lookup(connection& c, const wire::lookup& l);
@@ -362,6 +379,7 @@ class node_core final : public handle_context,
   zmq::context_t ctx_{1};
   std::unique_ptr<zmq::socket_t> router_;
   std::unique_ptr<zmq::socket_t> zap_;
+  std::vector<std::string> listening_;  // the endpoints bound (told to peers in the handshake)
   int efd_ = -1;
   std::thread io_;
   std::atomic<bool> stopping_{false};
@@ -379,6 +397,15 @@ class node_core final : public handle_context,
   std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, proxy*, pair_hash> proxies_;
 
   // I/O thread only.
+  /// The poll set: the eventfd, the ZAP socket, the ROUTER, then a DEALER
+  /// per outgoing connection (poll_conn_: its connection). Rebuilt only
+  /// when a socket comes or goes (poll_dirty_), not on every turn of the
+  /// loop: with hundreds of connections that rebuild was most of an idle
+  /// node's work. poll_control_: the items before the peers' sockets.
+  std::vector<zmq::pollitem_t> poll_items_;
+  std::vector<std::uint64_t> poll_conn_;
+  std::size_t poll_control_ = 0;
+  bool poll_dirty_ = true;
   std::deque<proxy*> ready_;
   std::unordered_map<std::uint64_t, std::unique_ptr<connection>> conns_;
   std::unordered_map<std::string, connection*> by_routing_;

@@ -58,6 +58,7 @@ connection* node_core::connect(const remote_address& where, std::string& error) 
   c->endpoint = where.endpoint;
   c->dealer = std::move(dealer);
   by_endpoint_[where.endpoint] = c;
+  poll_dirty_ = true;
   send_handshake(*c, wire::rec::hello);
   return c;
 }
@@ -96,16 +97,24 @@ void node_core::announce_types(connection& c) {
   end_record(c, at);
 }
 
-void node_core::send_handshake(connection& c, wire::rec kind) {
+void node_core::send_handshake(connection& c, wire::rec kind, std::uint8_t flags) {
   c.announced = registered_count();
   c.handshake_types = c.announced;
   put_record(
-      c, [&](writer& w) { wire::put_handshake(w, kind, cfg_.name, registered_hashes(0, c.announced)); },
+      c,
+      [&](writer& w) {
+        wire::put_handshake(w, kind,
+                            wire::handshake{.name = cfg_.name,
+                                            .types = registered_hashes(0, c.announced),
+                                            .endpoints = listening_,
+                                            .flags = flags});
+      },
       false);  // the handshake is the first record: nothing before it
   flush(c);
 }
 
 void node_core::heartbeat(connection& c) {
+  st_.heartbeats_out.fetch_add(1, std::memory_order_relaxed);
   begin_record(c);  // an empty record of length 0 would be malformed: drop it again
   c.out.resize(c.out.size() - 4);
   flush(c);
@@ -213,15 +222,81 @@ void node_core::handle_record(connection& c, reader& r, std::uint64_t src) {
   throw decode_error("unknown record kind " + std::to_string(static_cast<int>(kind)));
 }
 
+// One connection per pair of nodes. A node that connects to a peer tells
+// it where it listens (the handshake's endpoints), so the peer, wanting to
+// reach that endpoint later, uses the session already there instead of
+// opening its own (connect() finds it in by_endpoint_). When both connect
+// at the same time, each gets the other's hello while its own connection
+// is pending (or just ready), and both apply the same rule: the
+// connection opened by the node with the lower incarnation stays. That
+// node answers the other's hello with a welcome flagged duplicate and
+// forgets that session; the other accepts the winner's hello normally and
+// drops its own connection, whose waiting lookups move to the session that
+// stays (they are sent only once a session is ready, so nothing was sent
+// on the one dropped). Only endpoint strings are compared: a peer reached
+// by another name than the one it bound ("tcp://host:7000" for
+// "tcp://0.0.0.0:7000") may keep two sessions, as before.
+connection* node_core::own_connection_to(std::uint64_t inc, const std::vector<std::string>& endpoints) {
+  if (auto it = by_inc_.find(inc); it != by_inc_.end() && it->second->outgoing) return it->second;
+  for (const auto& e : endpoints) {
+    auto it = by_endpoint_.find(e);
+    if (it != by_endpoint_.end() && it->second->outgoing && (it->second->peer_inc == 0 || it->second->peer_inc == inc))
+      return it->second;
+  }
+  return nullptr;
+}
+
+void node_core::move_lookups(connection& from, connection& to) {
+  for (auto token : std::exchange(from.waiting_lookups, {})) {
+    auto it = lookups_.find(token);
+    if (it == lookups_.end()) continue;
+    it->second.conn = to.id;
+    if (to.ready) send_lookup(to, token);
+    else to.waiting_lookups.push_back(token);
+  }
+}
+
 void node_core::on_handshake(connection& c, wire::rec kind, reader& r, std::uint64_t src) {
   if ((kind == wire::rec::hello) == c.outgoing) throw decode_error("handshake in the wrong direction");
-  if (c.ready) throw decode_error("a second handshake");
+  if (c.ready || c.superseded) throw decode_error("a second handshake");
   auto h = wire::read_handshake(r);
+  if (kind == wire::rec::welcome && (h.flags & wire::handshake_duplicate) != 0) {
+    // The peer keeps the connection it opened to us: this one waits (its
+    // lookups with it) for that session's hello, or hands them over now.
+    c.superseded = true;
+    c.peer_inc = src;
+    c.dealer.reset();
+    poll_dirty_ = true;
+    auto other = by_inc_.find(src);
+    if (other == by_inc_.end() || !other->second->ready) {
+      if (c.waiting_lookups.empty()) drop_connection(c.id);  // nothing waits for the peer's session
+      return;
+    }
+    move_lookups(c, *other->second);
+    if (!c.endpoint.empty()) by_endpoint_[c.endpoint] = other->second;
+    drop_connection(c.id);
+    return;
+  }
+  connection* mine = kind == wire::rec::hello ? own_connection_to(src, h.endpoints) : nullptr;
+  if (mine != nullptr && mine->ready && inc_ > src) mine = nullptr;  // not a race we can settle: keep both
+  if (mine != nullptr && inc_ < src) {
+    // Ours stays: refuse this one (the peer hands its lookups to ours).
+    c.peer_inc = src;
+    st_.duplicates_refused.fetch_add(1, std::memory_order_relaxed);
+    send_handshake(c, wire::rec::welcome, wire::handshake_duplicate);
+    drop_connection(c.id);
+    return;
+  }
   c.peer_types = std::unordered_set<std::uint64_t>(h.types.begin(), h.types.end());
   c.peer_name = std::move(h.name);
   c.peer_inc = src;
   c.ready = true;
   by_inc_[src] = &c;  // the newest session with that incarnation
+  if (kind == wire::rec::hello) {
+    // The peer can be reached through this session wherever it listens.
+    if (c.endpoint.empty() && !h.endpoints.empty()) c.endpoint = h.endpoints.front();
+    for (const auto& e : h.endpoints) by_endpoint_[e] = &c;
+  }
   if (unreachable_incs_.erase(src) != 0) {
     st_.peers_rejoined.fetch_add(1, std::memory_order_relaxed);
     log("reconnected to " + c.describe() + " (it was unreachable)");
@@ -234,9 +309,19 @@ void node_core::on_handshake(connection& c, wire::rec kind, reader& r, std::uint
       unreachable_at_.erase(u);
     }
   }
-  st_.peers.store(conns_.size(), std::memory_order_relaxed);
   if (kind == wire::rec::hello) send_handshake(c, wire::rec::welcome);
   for (auto token : std::exchange(c.waiting_lookups, {})) send_lookup(c, token);
+  // Our own pending connections to this peer (the race lost, or refused as
+  // a duplicate earlier) give their lookups to this session and go.
+  std::vector<connection*> replaced;
+  if (mine != nullptr && !mine->ready) replaced.push_back(mine);
+  for (auto& [id, o] : conns_)
+    if (o.get() != mine && o->superseded && o->peer_inc == src) replaced.push_back(o.get());
+  for (auto* o : replaced) {
+    move_lookups(*o, c);
+    drop_connection(o->id);
+  }
+  st_.peers.store(conns_.size(), std::memory_order_relaxed);
 }
 
 // ------------------------------------------------------------ time
@@ -342,8 +427,9 @@ void node_core::end_session(connection& c, const std::string& why, ending how) {
   }
   for (auto it = lookups_.begin(); it != lookups_.end();) {
     if (it->second.conn == cid) {
-      it->second.p->set_value(lookup_result{{}, what});
+      auto l = std::move(it->second);
       it = lookups_.erase(it);
+      finish_lookup(l, lookup_result{{}, what});
     } else {
       ++it;
     }
@@ -363,10 +449,11 @@ void node_core::drop_connection(std::uint64_t cid) {
       if (o.get() != &c && o->ready && o->peer_inc == c.peer_inc) by_inc_[c.peer_inc] = o.get();
   }
   if (!c.routing_id.empty()) by_routing_.erase(c.routing_id);
-  if (!c.endpoint.empty()) {
-    auto e = by_endpoint_.find(c.endpoint);
-    if (e != by_endpoint_.end() && e->second == &c) by_endpoint_.erase(e);
+  for (auto e = by_endpoint_.begin(); e != by_endpoint_.end();) {  // an incoming session may be under several
+    if (e->second == &c) e = by_endpoint_.erase(e);
+    else ++e;
   }
+  if (c.dealer) poll_dirty_ = true;
   if (cur_ == &c) cur_ = nullptr;
   conns_.erase(it);
   st_.peers.store(conns_.size(), std::memory_order_relaxed);

@@ -104,7 +104,10 @@ std::string node_core::listen(const std::string& endpoint) {
     } catch (const zmq::error_t& e) {
       throw net_error("troupe::net: cannot listen at '" + endpoint + "': " + e.what());
     }
-    return router_->get(zmq::sockopt::last_endpoint);
+    poll_dirty_ = true;
+    auto bound = router_->get(zmq::sockopt::last_endpoint);
+    listening_.push_back(bound);
+    return bound;
   });
 }
 
@@ -117,34 +120,35 @@ void node_core::tune(zmq::socket_t& s) {
 
 // ------------------------------------------------------------ the I/O loop
 
+void node_core::rebuild_poll_set() {
+  poll_items_.clear();
+  poll_conn_.clear();
+  poll_items_.push_back({nullptr, efd_, ZMQ_POLLIN, 0});
+  if (zap_) poll_items_.push_back({zap_->handle(), 0, ZMQ_POLLIN, 0});
+  poll_control_ = poll_items_.size();
+  poll_conn_.resize(poll_control_, 0);
+  if (router_) {
+    poll_items_.push_back({router_->handle(), 0, ZMQ_POLLIN, 0});
+    poll_conn_.push_back(0);
+  }
+  for (auto& [id, c] : conns_)
+    if (c->dealer) {
+      poll_items_.push_back({c->dealer->handle(), 0, ZMQ_POLLIN, 0});
+      poll_conn_.push_back(id);
+    }
+  poll_dirty_ = false;
+}
+
 void node_core::run() {
-  std::vector<zmq::pollitem_t> items;
-  std::vector<connection*> item_conn;
   while (!stopping_.load()) {
     run_inputs();
     drain_ready();
     for (auto& [id, c] : conns_) flush(*c);
     timers();
-    items.clear();
-    item_conn.clear();
-    items.push_back({nullptr, efd_, ZMQ_POLLIN, 0});
-    item_conn.push_back(nullptr);
-    if (zap_) {
-      items.push_back({zap_->handle(), 0, ZMQ_POLLIN, 0});
-      item_conn.push_back(nullptr);
-    }
+    if (poll_dirty_) rebuild_poll_set();
+    // While flooded, only the control items are polled (they come first).
     const bool reading = !flooded();
-    if (reading) {
-      if (router_) {
-        items.push_back({router_->handle(), 0, ZMQ_POLLIN, 0});
-        item_conn.push_back(nullptr);
-      }
-      for (auto& [id, c] : conns_)
-        if (c->dealer) {
-          items.push_back({c->dealer->handle(), 0, ZMQ_POLLIN, 0});
-          item_conn.push_back(c.get());
-        }
-    }
+    const std::size_t polled = reading ? poll_items_.size() : poll_control_;
     // Paused receivers are checked every millisecond for room (as a stuck
     // frame is retried): a drained one resumes its peers at once.
     long timeout = busy() ? 0 : (!pausing_.empty() || !reading || any_stuck()) ? 1 : poll_ms();
@@ -161,27 +165,24 @@ void node_core::run() {
       if (!ready_in_.empty() || !commands_.empty()) timeout = 0;
     }
     try {
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds{timeout});
+      zmq::poll(poll_items_.data(), polled, std::chrono::milliseconds{timeout});
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) log(std::string{"poll: "} + e.what());
     }
     sleeping_.store(false);
-    if (items[0].revents & ZMQ_POLLIN) {
+    if (poll_items_[0].revents & ZMQ_POLLIN) {
       std::uint64_t v;
       [[maybe_unused]] auto n = ::read(efd_, &v, sizeof v);
     }
-    std::size_t i = 1;
-    if (zap_) {
-      if (items[i].revents & ZMQ_POLLIN) handle_zap();
-      ++i;
-    }
+    if (zap_ && (poll_items_[1].revents & ZMQ_POLLIN)) handle_zap();
     if (!reading) continue;
-    if (router_) {
-      if (items[i].revents & ZMQ_POLLIN) read_router();
-      ++i;
+    // Reading may end connections (poll_dirty_ then): poll_conn_ names
+    // them by id, and read_dealer finds a gone one gone.
+    for (std::size_t i = poll_control_; i < polled; ++i) {
+      if ((poll_items_[i].revents & ZMQ_POLLIN) == 0) continue;
+      if (poll_conn_[i] == 0) read_router();
+      else read_dealer(poll_conn_[i]);
     }
-    for (; i < items.size(); ++i)
-      if (items[i].revents & ZMQ_POLLIN) read_dealer(item_conn[i]->id);
   }
   shutdown_io();
 }
@@ -196,7 +197,13 @@ long node_core::poll_ms() const noexcept {
   // A quarter of the interval: heartbeats leave at most that late, so the
   // gaps the peers' detectors learn stay close to the interval.
   long ms = static_cast<long>(cfg_.heartbeat_interval.count()) / 4;
-  if (!lookups_.empty()) ms = std::min(ms, 20L);
+  // A lookup times out at its deadline, not at the next heartbeat tick.
+  if (!lookups_.empty()) {
+    auto next = clock::time_point::max();
+    for (const auto& [token, l] : lookups_) next = std::min(next, l.deadline);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - clock::now()).count();
+    ms = std::min(ms, static_cast<long>(std::max<std::int64_t>(left, 1)));
+  }
   return std::max(ms, 1L);
 }
 

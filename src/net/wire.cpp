@@ -21,12 +21,15 @@ void put_actor(writer& w, const actor_ref& a) {
   w.raw(a.id);
 }
 
-void put_handshake(writer& w, rec kind, const std::string& name, const std::vector<std::uint64_t>& types) {
+void put_handshake(writer& w, rec kind, const handshake& h) {
   w.raw(static_cast<std::uint8_t>(kind));
   w.raw(static_cast<std::uint32_t>(version));
-  codec<std::string>::write(w, name);
-  w.raw(static_cast<std::uint32_t>(types.size()));
-  for (auto h : types) w.raw(h);
+  codec<std::string>::write(w, h.name);
+  w.raw(static_cast<std::uint32_t>(h.types.size()));
+  for (auto t : h.types) w.raw(t);
+  w.raw(static_cast<std::uint32_t>(h.endpoints.size()));
+  for (const auto& e : h.endpoints) codec<std::string>::write(w, e);
+  w.raw(h.flags);
 }
 
 void put_types(writer& w, const std::vector<std::uint64_t>& types) {
@@ -126,6 +129,10 @@ handshake read_handshake(reader& r) {
   auto n = r.count(8, "handshake types");
   h.types.reserve(n);
   for (std::size_t i = 0; i < n; ++i) h.types.push_back(r.raw<std::uint64_t>("handshake types"));
+  const auto m = r.count(4, "handshake endpoints");
+  h.endpoints.resize(m);
+  for (auto& e : h.endpoints) codec<std::string>::read(r, e);
+  h.flags = r.raw<std::uint8_t>("handshake flags");
   r.expect_end("handshake");
   return h;
 }
@@ -255,7 +262,7 @@ void write_record(std::string& out, const record& rc) {
     case rec::hello:
     case rec::welcome: {
       const auto& h = std::get<handshake>(rc.body);
-      put_handshake(w, rc.kind, h.name, h.types);
+      put_handshake(w, rc.kind, h);
       break;
     }
     case rec::types:

@@ -32,12 +32,12 @@
 namespace troupe::net::wire {
 
 inline constexpr std::uint32_t frame_magic = 0x31505254;  // "TRP1"
-inline constexpr std::uint8_t version = 1;
+inline constexpr std::uint8_t version = 2;
 inline constexpr std::size_t header_bytes = 32;
 
 /// What a record is (its body's first byte); the fields after it:
 enum class rec : std::uint8_t {
-  hello = 1,     // u32 version, string name, u32 n, n x u64 type hashes
+  hello = 1,     // u32 version, string name, u32 n, n x u64 type hashes, u32 m, m x string endpoint, u8 flags
   welcome,       // the same, answering a hello
   lookup,        // u64 token, string name, u64 interface hash
   lookup_reply,  // u64 token, u8 status, actor ref, string detail
@@ -71,9 +71,16 @@ struct actor_ref {
   std::uint64_t id = 0;
 };
 
+/// handshake flags: a welcome that refuses the connection it answers,
+/// because the answering node keeps the one it opened to the asker (one
+/// connection per pair of nodes: session.cpp, on_handshake).
+inline constexpr std::uint8_t handshake_duplicate = 1;
+
 struct handshake {  // hello, welcome
   std::string name{};
   std::vector<std::uint64_t> types{};
+  std::vector<std::string> endpoints{};  ///< where the sender listens (its bound endpoints)
+  std::uint8_t flags = 0;
 };
 struct lookup {
   std::uint64_t token = 0;
@@ -122,7 +129,7 @@ inline void close_record(std::string& out, std::size_t at) noexcept {
 
 // Record bodies, kind byte first.
 void put_actor(writer& w, const actor_ref& a);
-void put_handshake(writer& w, rec kind, const std::string& name, const std::vector<std::uint64_t>& types);
+void put_handshake(writer& w, rec kind, const handshake& h);
 void put_types(writer& w, const std::vector<std::uint64_t>& types);
 void put_lookup(writer& w, const lookup& l);
 void put_lookup_reply(writer& w, const lookup_reply& l);

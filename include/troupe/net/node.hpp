@@ -146,6 +146,11 @@ struct node_stats {
   std::uint64_t peers_unreachable = 0;  ///< of those, peers found silent by the failure detector
   std::uint64_t peers_rejoined = 0;     ///< sessions opened again with an incarnation once unreachable
   std::uint64_t flow_pauses = 0;        ///< pauses asked of peers for a local receiver over its soft limit
+  std::uint64_t heartbeats_out = 0;     ///< heartbeat frames sent (only links idle for a heartbeat_interval send them)
+  /// Connections refused after the handshake because the pair of nodes has
+  /// one already (both nodes connected to each other at the same time).
+  std::uint64_t duplicates_refused = 0;
+  /// peers: connections (one per pair of nodes, whichever opened it).
   std::size_t peers = 0, proxies = 0, exports = 0;
 };
 
@@ -182,6 +187,21 @@ class node {
   /// bad endpoint, no answer within `timeout` (nobody listens, or a key is
   /// wrong), no such name.
   actor remote_actor(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout);
+  /// What an asynchronous lookup ends with: a handle, or (`handle` empty)
+  /// why there is none, in the words remote_actor's net_error would use.
+  struct lookup_outcome {
+    actor handle;
+    std::string error;
+  };
+  /// Starts a lookup of `name` at `where` and returns at once; `done` is
+  /// called exactly once, on the node's I/O thread, with the handle or the
+  /// error (the same errors as remote_actor, the timeout included). `done`
+  /// must be quick and must not block: no blocking remote_actor in it; send
+  /// the handle to an actor, or set a promise. Many lookups may be in
+  /// flight at once from one thread. Throws net_error only for a missing or
+  /// malformed CURVE key, or a closed node.
+  void remote_actor_async(const remote_address& where, const std::string& name, std::chrono::milliseconds timeout,
+                          std::function<void(lookup_outcome)> done);
   /// The same for a typed actor; the published actor's interface must be
   /// the same (net_error otherwise).
   template <class Handle>
