@@ -106,6 +106,8 @@ node_stats node_core::stats() const {
   s.stale = st_.stale.load();
   s.rejected_keys = st_.rejected_keys.load();
   s.peers_lost = st_.peers_lost.load();
+  s.refused_signals = st_.refused_signals.load();
+  s.refused_actors = st_.refused_actors.load();
   s.peers = st_.peers.load();
   s.exports = st_.exports.load();
   std::lock_guard<std::mutex> g{proxies_mtx_};

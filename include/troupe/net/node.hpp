@@ -86,6 +86,17 @@ struct node_config {
   /// newline, from the node's threads: empty, to stderr; a function that
   /// does nothing silences them.
   std::function<void(const std::string&)> log{};
+
+  // ---- wire safety (docs/net.md, "Wire safety") ----
+  /// Untrusted mode (off by default, like Akka's untrusted-mode): the peers
+  /// may send to the actors this node handed them (published ones they
+  /// looked up, and those whose handles this node sent them in messages),
+  /// and to no other; and they may not send the runtime's signals: exit_msg,
+  /// kill and down_msg messages from a peer are refused.
+  /// Refusals are counted (node_stats::refused_signals, refused_actors) and
+  /// logged once per peer. For peers whose keys are trusted to connect but
+  /// whose programs are not trusted with this node's actors.
+  bool untrusted_peers = false;
 };
 
 /// Where a node listens, and its public key (empty for plaintext).
@@ -105,6 +116,8 @@ struct node_stats {
   std::uint64_t stale = 0;           ///< frames from or for another incarnation
   std::uint64_t rejected_keys = 0;   ///< connections refused by the key allow-list
   std::uint64_t peers_lost = 0;
+  std::uint64_t refused_signals = 0;  ///< exit, kill and down messages refused (untrusted_peers)
+  std::uint64_t refused_actors = 0;   ///< messages and monitors for actors not handed to that peer (untrusted_peers)
   std::size_t peers = 0, proxies = 0, exports = 0;
 };
 
