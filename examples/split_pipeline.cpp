@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace net = troupe::net;
@@ -35,7 +36,8 @@ namespace st = troupe::stream;
 struct reading {
   std::uint32_t sensor = 0;
   double value = 0;
-  std::uint64_t seen = 0;  // readings of this sensor so far (set by the counter)
+  std::uint64_t seen = 0;                                  // readings of this sensor so far (set by the counter)
+  auto fields() { return std::tie(sensor, value, seen); }  // how it crosses between ranks
 };
 
 /// Counts the readings of each sensor: its replica owns its sensors (by key).

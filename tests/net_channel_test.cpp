@@ -30,6 +30,7 @@ struct tagged_value {
   std::uint64_t value = 0;
   std::uint32_t replica = 0;
   std::uint32_t marker = 0;  // 0: an element; k: the k-th punctuation
+  auto fields() { return std::tie(value, replica, marker); }
 };
 
 void register_types() {

@@ -358,6 +358,7 @@ struct split_counts {
 struct uneven_item {
   std::uint64_t v = 0;
   std::uint32_t replica = 0;
+  auto fields() { return std::tie(v, replica); }
 };
 
 void register_split_types() {

@@ -188,6 +188,7 @@ TEST(net_codec, a_huge_length_is_refused_before_allocating) {
 TEST(net_codec, a_type_without_a_name_is_a_clear_error) {
   struct nameless {
     int a;
+    auto fields() { return std::tie(a); }
   };
   try {
     net::add_message<nameless>();
@@ -708,6 +709,24 @@ TEST(net_wire, the_corpus_and_its_mutations_decode_or_are_refused) {
   std::printf("wire: %zu seeds, %zu truncations, %d mutations (%zu refused, %zu accepted)\n", corpus.size(),
               truncations, cases, refused, accepted);
   EXPECT_GT(refused, static_cast<std::size_t>(cases) / 2);
+}
+
+TEST(net_wire, values_of_user_types_and_their_mutations_decode_or_are_refused) {
+  const auto seeds = troupe_fuzz::value_corpus();
+  std::vector<std::string> corpus;
+  for (const auto& [hash, bytes] : seeds) {
+    corpus.push_back(bytes);
+    const auto* t = net::detail::find_message(hash);
+    ASSERT_NE(t, nullptr);
+    net::reader r{bytes.data(), bytes.data() + bytes.size(), nullptr};
+    EXPECT_NO_THROW((void)t->decode(r, actor{}, 0)) << t->name;  // every seed is accepted
+  }
+  std::mt19937_64 rng{20261128};
+  for (int i = 0; i < 6000; ++i) {
+    const auto& seed = corpus[static_cast<std::size_t>(i) % corpus.size()];
+    auto m = troupe_fuzz::mutate(seed, static_cast<unsigned>(i / static_cast<int>(corpus.size())), rng, corpus);
+    ASSERT_EQ(troupe_fuzz::check_values(reinterpret_cast<const std::uint8_t*>(m.data()), m.size()), "") << i;
+  }
 }
 
 TEST(net_wire, every_malformed_frame_is_counted_by_the_node) {

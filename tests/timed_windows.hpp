@@ -23,6 +23,7 @@ struct timed_reading {
   int key;
   std::uint64_t time;
   long value;
+  auto fields() { return std::tie(key, time, value); }
 };
 using timed_result = troupe::stream::window_result<int, long>;
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/app.hpp"
@@ -35,6 +36,7 @@ struct transaction {
   std::uint8_t state = 0;
   double score = 0;  // set by the predictor
   std::uint64_t stamp = 0;
+  auto fields() { return std::tie(customer, id, state, score, stamp); }  // how it crosses processes
 };
 
 /// "customer,transaction_id,state": false when malformed.

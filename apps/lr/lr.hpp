@@ -64,6 +64,8 @@ struct line {
   std::int32_t closes = no_marker;
   std::uint64_t stamp = 0;
 };
+// A line points into the loaded input, so it cannot cross processes: its
+// codec (end of this file) refuses it. The other elements list their fields.
 
 /// A type-0 position report (dispatcher -> the three branches).
 struct report {
@@ -72,6 +74,7 @@ struct report {
   std::int32_t closes = no_marker;
   std::uint64_t stamp = 0;
   std::int32_t segment() const { return segment_key(xway, dir, seg); }
+  auto fields() { return std::tie(time, vid, speed, xway, lane, dir, seg, pos, minute, closes, stamp); }
 };
 
 /// average_speed -> last_average_speed: a vehicle's mean speed in one
@@ -81,6 +84,7 @@ struct vehicle_speed {
   std::int64_t milli_mph = 0;
   std::int32_t closes = no_marker;
   std::uint64_t stamp = 0;
+  auto fields() { return std::tie(vid, segment, minute, milli_mph, closes, stamp); }
 };
 
 /// last_average_speed -> toll_notification_las: the LAV of a segment that
@@ -89,6 +93,7 @@ struct lav {
   std::int32_t segment = 0, minute = 0, mph = 0;
   std::int32_t closes = no_marker;
   std::uint64_t stamp = 0;
+  auto fields() { return std::tie(segment, minute, mph, closes, stamp); }
 };
 
 /// count_vehicles -> toll_notification_cv: the distinct cars of a segment
@@ -98,6 +103,7 @@ struct count {
   bool accident = false;
   std::int32_t closes = no_marker;
   std::uint64_t stamp = 0;
+  auto fields() { return std::tie(segment, minute, cars, accident, closes, stamp); }
 };
 
 /// The three branches -> sink.
@@ -117,6 +123,7 @@ struct notification {
     in.read(all);
   }
   std::uint64_t stamp = 0;
+  auto fields() { return std::tie(kind, accident, vid, segment, minute, value, closes, stamp); }
 };
 
 /// The sink's output: the toll of a vehicle entering a segment.
@@ -652,3 +659,22 @@ struct outcome {
 outcome run(troupe::actor_system& sys, const cli& c, bool keep = false);
 
 }  // namespace troupe_apps::lr
+
+#if TROUPE_APPS_NET
+/// A line holds a pointer into this process's input: it never crosses. A
+/// split run that would send one fails with this error (place the source and
+/// the dispatcher on one rank).
+template <>
+struct troupe::net::codec<troupe_apps::lr::line> {
+  static std::string name() { return "lr.line"; }
+  [[noreturn]] static void write(writer& /*w*/, const troupe_apps::lr::line& /*l*/) { refuse(); }
+  [[noreturn]] static void read(reader& /*r*/, troupe_apps::lr::line& /*l*/) { refuse(); }
+
+ private:
+  [[noreturn]] static void refuse() {
+    throw decode_error(
+        "troupe-lr: a line points into its process's input and cannot cross processes: run the "
+        "source and the dispatcher on one rank");
+  }
+};
+#endif

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@ struct reading {
   double value = 0;    // temperature
   double average = 0;  // set by the moving average
   std::uint64_t stamp = 0;
+  auto fields() { return std::tie(epoch, device, value, average, stamp); }  // how it crosses processes
 };
 
 /// Whitespace-separated fields; false when malformed (wrong field count,

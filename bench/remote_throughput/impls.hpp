@@ -16,7 +16,9 @@
 // The table's user s / sys s / peak RSS come from the harness's wait4 on the
 // client, which reaps the server: CPU of both processes, the larger peak RSS.
 // Impls: troupe (troupe::net, plain TCP), troupe_curve (troupe::net with its
-// CURVE-encrypted transport), caf (CAF 0.17 io, publish / remote_actor, the
+// CURVE-encrypted transport), troupe_fields and troupe_raw (plain TCP, a
+// 64-byte struct with padding and a bool, field by field or opted in to
+// cross as its bytes: troupe.cpp), caf (CAF 0.17 io, publish / remote_actor, the
 // sender bounded by windowed acknowledgements, see caf.cpp), zmq (raw
 // ZeroMQ PUSH -> PULL, the acknowledgement over a second PUSH -> PULL pair).
 #pragma once
@@ -30,6 +32,8 @@ namespace bench {
 
 sample run_troupe(const params& p);
 sample run_troupe_curve(const params& p);
+sample run_troupe_fields(const params& p);
+sample run_troupe_raw(const params& p);
 sample run_caf(const params& p);
 sample run_zmq(const params& p);
 

@@ -6,6 +6,8 @@ int main(int argc, char** argv) {
   s.description = "one-way 64-byte messages between two processes over loopback TCP, one ack at the end, msgs/s";
   s.impls = {{"troupe", bench::run_troupe},
              {"troupe_curve", bench::run_troupe_curve},
+             {"troupe_fields", bench::run_troupe_fields},
+             {"troupe_raw", bench::run_troupe_raw},
              {"caf", bench::run_caf},
              {"zmq", bench::run_zmq}};
   s.primary = bench::rate_metric("msgs_per_s", "msg/s",

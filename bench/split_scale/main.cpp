@@ -35,6 +35,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -51,6 +52,7 @@ namespace net = troupe::net;
 struct keyed {
   std::uint32_t key = 0;
   std::uint64_t count = 0;  // the source: 1; a counter's total at the end
+  auto fields() { return std::tie(key, count); }
 };
 
 /// Counts per key; emits its totals at the end of the stream.

@@ -224,6 +224,10 @@ actor node_core::resolve(const wire::actor_ref& ref) {
       st_.unknown_actors.fetch_add(1, std::memory_order_relaxed);
       return actor{};
     }
+    if (!reachable(it->second, *cur_)) {  // a peer naming one of our actors it was not handed
+      refuse(*cur_, st_.refused_actors, "a reference to local actor " + std::to_string(ref.id));
+      return actor{};
+    }
     return it->second.a;
   }
   connection* c = cur_;
@@ -446,6 +450,24 @@ void node_core::on_data(connection& c, reader& r) {
                          "troupe::net: the receiver is not exported by its node (it ended, or was never published)"});
     return;
   }
+  if (cfg_.untrusted_peers) {
+    // A peer that is not trusted reaches only the actors it was handed, and
+    // sends no signal that ends or misleads one (the runtime itself sends
+    // none of them as data: remote exits and downs travel as down records).
+    const bool signal = t->type_id == ext::type_id_of<exit_msg> || t->type_id == ext::type_id_of<ext::kill_msg> ||
+                        t->type_id == ext::type_id_of<down_msg>;
+    const bool handed = reachable(*entry, c);
+    if (signal || !handed) {
+      ext::count_dead_letter(sys_);
+      if (signal)
+        refuse(c, st_.refused_signals, "a message of type " + t->name + " for local actor " + std::to_string(h.dest));
+      else refuse(c, st_.refused_actors, "a message for local actor " + std::to_string(h.dest) + " (not handed to it)");
+      if (is_request)
+        ext::respond(sender, h.id,
+                     error{errc::runtime_error, "troupe::net: refused by node '" + cfg_.name + "' (untrusted peers)"});
+      return;
+    }
+  }
   auto m = t->decode(r, std::move(sender), h.id);
   m.set_tag(h.tag);
   st_.messages_in.fetch_add(1, std::memory_order_relaxed);
@@ -535,10 +557,27 @@ void node_core::on_monitor(connection& c, std::uint64_t id) {
     send_down(c, id, error{errc::actor_exited, "not exported by this node (ended, or never published)"});
     return;
   }
+  if (!reachable(it->second, c)) {
+    refuse(c, st_.refused_actors, "a monitor of local actor " + std::to_string(id) + " (not handed to it)");
+    send_down(c, id, error{errc::actor_exited, "not reachable from this peer (untrusted peers)"});
+    return;
+  }
   if (!it->second.monitored) {
     it->second.monitored = true;
     it->second.a->add_monitor(sink_);
   }
+}
+
+bool node_core::reachable(const export_entry& e, const connection& c) const {
+  return !cfg_.untrusted_peers || e.holders.find(c.id) != e.holders.end();
+}
+
+void node_core::refuse(connection& c, std::atomic<std::uint64_t>& counter, const std::string& what) {
+  counter.fetch_add(1, std::memory_order_relaxed);
+  if (c.told_refusal) return;
+  c.told_refusal = true;
+  log("refused " + what + " from " + c.describe() +
+      " (untrusted_peers; further refusals from this peer are counted in stats(), not logged)");
 }
 
 void node_core::on_down(connection& c, const wire::down& d) {

@@ -123,6 +123,8 @@ node_stats node_core::stats() const {
   s.flow_pauses = st_.flow_pauses.load();
   s.heartbeats_out = st_.heartbeats_out.load();
   s.duplicates_refused = st_.duplicates_refused.load();
+  s.refused_signals = st_.refused_signals.load();
+  s.refused_actors = st_.refused_actors.load();
   s.peers = st_.peers.load();
   s.exports = st_.exports.load();
   std::lock_guard<std::mutex> g{proxies_mtx_};

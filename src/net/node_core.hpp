@@ -154,6 +154,7 @@ struct connection {
   /// Requests sent through this connection and not answered yet.
   std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, actor, pair_hash> requests;
   std::vector<std::uint64_t> waiting_lookups;  // sent once ready
+  bool told_refusal = false;                   // untrusted_peers: a refusal from this peer was logged
   // Decoding cache: the proxy of the last remote actor read on this
   // connection (it keeps that proxy alive until another one replaces it).
   std::uint64_t last_from_rid = 0;
@@ -248,7 +249,8 @@ class node_core final : public handle_context,
   struct counters {
     std::atomic<std::uint64_t> frames_in{0}, frames_out{0}, messages_in{0}, messages_out{0}, malformed{0},
         unknown_types{0}, unsendable{0}, unknown_actors{0}, stale{0}, rejected_keys{0}, peers_lost{0},
-        peers_unreachable{0}, peers_rejoined{0}, flow_pauses{0}, heartbeats_out{0}, duplicates_refused{0};
+        peers_unreachable{0}, peers_rejoined{0}, flow_pauses{0}, heartbeats_out{0}, duplicates_refused{0},
+        refused_signals{0}, refused_actors{0};
     std::atomic<std::size_t> peers{0}, exports{0};
   };
 
@@ -342,6 +344,12 @@ class node_core final : public handle_context,
   /// The sink monitors exported actors: tell every holder when one ends.
   void handle_sink(ext::mail m);
   void on_data(connection& c, reader& r);
+  /// untrusted_peers: whether the peer of `c` was handed `e` (a reference
+  /// to it written to c and not given back). Always true otherwise.
+  bool reachable(const export_entry& e, const connection& c) const;
+  /// untrusted_peers: counts a refused message or monitor and logs the first
+  /// refusal of each peer.
+  void refuse(connection& c, std::atomic<std::uint64_t>& counter, const std::string& what);
   void on_monitor(connection& c, std::uint64_t id);
   void on_down(connection& c, const wire::down& d);
   void on_release(connection& c, const wire::release& x);

@@ -3,18 +3,80 @@
 // runs through the same checks without the fuzzer (net_test.cpp, net_wire.*).
 //   cmake -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DTROUPE_FUZZ=ON ...
 //   ninja -C build-fuzz troupe_net_wire_fuzz
-//   ./build-fuzz/tests/troupe_net_wire_fuzz -max_total_time=60 [corpus dir]
+//   mkdir corpus && TROUPE_FUZZ_SEEDS=corpus ./build-fuzz/tests/troupe_net_wire_fuzz -max_total_time=60 corpus
+// (scripts/test --only fuzz does this for a bounded run).
 // The decoder is pure (no node, no sockets, no actor system): every input is
 // decoded, written back and decoded again, and the values of the registered
 // message types are read by their codecs; any crash, sanitizer report or
 // broken invariant (check_frame) is a finding.
 #include "net_wire_fuzz.hpp"
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <tuple>
 #include <unordered_set>
+
+#include <cereal/types/map.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+
+// User types of every kind the codec reads (codec.hpp), for the values the
+// fuzzer decodes: fields with bools, checked enums, strings and arrays;
+// packed and raw structs; cereal containers; vectors of each.
+namespace troupe_fuzz::values {
+enum class kind : std::uint8_t { a, b, c };
+struct item {
+  std::uint16_t id = 0;
+  bool flag = false;
+  kind k = kind::a;
+  std::string label;
+  std::array<char, 3> code{};
+  auto fields() { return std::tie(id, flag, k, label, code); }
+};
+struct packed {
+  std::int64_t a = 0, b = 0;
+  auto fields() { return std::tie(a, b); }
+};
+struct raw {
+  std::int32_t x = 0;
+  float y = 0;
+};
+struct bag {
+  std::string name;
+  std::vector<std::int64_t> numbers;
+  std::vector<std::string> tags;
+  std::map<std::string, std::int32_t> counts;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(name, numbers, tags, counts);
+  }
+};
+struct nested {
+  item head;
+  std::vector<item> items;
+  std::vector<packed> rows;
+  std::vector<raw> raws;
+  std::vector<bool> bits;
+  std::vector<kind> kinds;
+  bag extra;
+  auto fields() { return std::tie(head, items, rows, raws, bits, kinds, extra); }
+};
+}  // namespace troupe_fuzz::values
+
+template <>
+struct troupe::net::enum_values<troupe_fuzz::values::kind> {
+  static constexpr auto first = troupe_fuzz::values::kind::a, last = troupe_fuzz::values::kind::c;
+};
+template <>
+struct troupe::net::raw_bytes<troupe_fuzz::values::raw> {
+  static constexpr std::uint32_t version = 1;
+};
 
 namespace troupe_fuzz {
 
@@ -69,6 +131,14 @@ std::string hex_prefix(const std::string& s) {
 
 }  // namespace
 
+namespace {
+/// The hashes of the user message types whose values check_values reads.
+std::vector<std::uint64_t>& value_hashes() {
+  static std::vector<std::uint64_t> h;
+  return h;
+}
+}  // namespace
+
 void register_wire_types() {
   static const bool once = [] {
     net::add_message<std::int64_t>();
@@ -78,6 +148,22 @@ void register_wire_types() {
     for (const char* name :
          {"()", "error", "down_msg", "exit_msg", "kill_msg", "i64", "string", "vector<i64>", "string,actor"})
       harness_hashes().insert(net::detail::name_hash(name));
+    net::add_type<values::kind>("fuzz.kind");
+    net::add_type<values::item>("fuzz.item");
+    net::add_type<values::packed>("fuzz.packed");
+    net::add_type<values::raw>("fuzz.raw");
+    net::add_type<values::bag>("fuzz.bag");
+    net::add_type<values::nested>("fuzz.nested");
+    net::add_message<values::nested>();
+    net::add_message<values::bag, bool, values::kind>();
+    net::add_message<std::vector<std::string>, std::vector<values::item>>();
+    for (const auto* t :
+         {net::detail::find_message(troupe::ext::type_id_of<values::nested>),
+          net::detail::find_message(troupe::ext::type_id_of<values::bag, bool, values::kind>),
+          net::detail::find_message(troupe::ext::type_id_of<std::vector<std::string>, std::vector<values::item>>)}) {
+      value_hashes().push_back(t->hash);
+      harness_hashes().insert(t->hash);
+    }
     return true;
   }();
   (void)once;
@@ -131,11 +217,66 @@ std::vector<std::string> wire_corpus() {
                }()),
           data({.dest = sink, .hash = net::detail::name_hash("()")}, ""),
           data({.dest = sink, .hash = 0x0123456789abcdefULL}, "unknown type")}));
+  for (const auto& v : value_corpus()) corpus.push_back(frame_of(h, {data({.dest = sink, .hash = v.first}, v.second)}));
   std::vector<wire::record> many;
   for (std::int64_t i = 0; i < 40; ++i)
     many.push_back(data({.tag = 1, .dest = sink, .hash = net::detail::name_hash("i64")}, values_of(i)));
   corpus.push_back(frame_of(h, many));
   return corpus;
+}
+
+std::vector<std::pair<std::uint64_t, std::string>> value_corpus() {
+  register_wire_types();
+  using namespace values;
+  const item one{7, true, kind::b, "seven", {'a', 'b', 'c'}};
+  const bag b{"bag", {1, -2, 3}, {"x", "yz"}, {{"k", 1}, {"l", 2}}};
+  const nested n{one, {one, item{}}, {{1, 2}, {3, 4}}, {{5, 6.5F}}, {true, false, true}, {kind::c, kind::a}, b};
+  const auto& hs = value_hashes();
+  return {{hs[0], values_of(n)},
+          {hs[0], values_of(nested{})},
+          {hs[1], values_of(b, true, kind::c)},
+          {hs[2], values_of(std::vector<std::string>{"", "a", std::string(40, 'z')}, std::vector<item>{one, one})}};
+}
+
+std::string check_values(const std::uint8_t* data, std::size_t size) {
+  register_wire_types();
+  no_actors ctx;
+  const char* begin = reinterpret_cast<const char*>(data);
+  for (auto hash : value_hashes()) {
+    const auto* t = net::detail::find_message(hash);
+    troupe::ext::mail m;
+    try {
+      net::reader r{begin, begin + size, &ctx};
+      m = t->decode(r, troupe::actor{}, 0);
+    } catch (const net::decode_error&) {
+      continue;  // refused, as it may be
+    } catch (const std::exception& e) {
+      return "the values of " + t->name + " threw " + e.what() + " (not a decode_error)";
+    }
+    // What was read is written, read and written again the same.
+    std::string once, twice;
+    try {
+      net::writer w1{once, &ctx};
+      t->encode(w1, m);
+      net::reader r{once.data(), once.data() + once.size(), &ctx};
+      auto again = t->decode(r, troupe::actor{}, 0);
+      net::writer w2{twice, &ctx};
+      t->encode(w2, again);
+    } catch (const std::exception& e) {
+      return "accepted values of " + t->name + " do not read back: " + e.what();
+    }
+    // (Not always the input's bytes: a cereal map drops a repeated key.)
+    if (once != twice) return "accepted values of " + t->name + " change when read back";
+  }
+  return {};
+}
+
+void write_seeds(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir) || !fs::is_empty(dir)) return;
+  std::size_t i = 0;
+  for (const auto& f : wire_corpus()) std::ofstream{fs::path{dir} / ("frame" + std::to_string(i++))} << f;
+  for (const auto& v : value_corpus()) std::ofstream{fs::path{dir} / ("values" + std::to_string(i++))} << v.second;
 }
 
 std::vector<std::size_t> record_ends(const std::string& frame) {
@@ -240,8 +381,17 @@ std::string check_frame(const std::uint8_t* data, std::size_t size, wire::decode
 }  // namespace troupe_fuzz
 
 #ifdef TROUPE_LIBFUZZER
+// TROUPE_FUZZ_SEEDS=DIR: an empty DIR gets the seed corpus (frames, and
+// values of the user types) before the fuzzer reads it.
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  if (const char* dir = std::getenv("TROUPE_FUZZ_SEEDS"); dir != nullptr && *dir != '\0') troupe_fuzz::write_seeds(dir);
+  return 0;
+}
+
+// Every input is read as a frame and as the values of each user message type.
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const auto broken = troupe_fuzz::check_frame(data, size);
+  auto broken = troupe_fuzz::check_frame(data, size);
+  if (broken.empty()) broken = troupe_fuzz::check_values(data, size);
   if (!broken.empty()) {
     std::fprintf(stderr, "net_wire_fuzz: %s\n", broken.c_str());
     std::abort();

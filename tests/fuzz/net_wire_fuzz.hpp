@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net/wire.hpp"
@@ -17,7 +18,8 @@
 namespace troupe_fuzz {
 
 /// Registers the message types whose values check_frame decodes (i64,
-/// string, vector<i64>, the runtime's own); idempotent.
+/// string, vector<i64>, the runtime's own, and the user types of
+/// value_corpus); idempotent.
 void register_wire_types();
 
 /// What a peer sends to open a session and talk to the actor published as
@@ -30,6 +32,20 @@ std::vector<std::string> session_frames(std::uint64_t src, std::uint64_t dst, st
 /// Seeds: the session frames, a frame of every record kind, a heartbeat,
 /// values of every registered type, and a frame of many records.
 std::vector<std::string> wire_corpus();
+
+/// Values of the harness's user message types (fields with bools, checked
+/// enums, strings and arrays; packed and raw structs; cereal containers):
+/// (message type hash, the values' bytes).
+std::vector<std::pair<std::uint64_t, std::string>> value_corpus();
+
+/// Reads `data` as the values of each user message type of the harness and
+/// checks: no exception but decode_error; what is accepted is written back,
+/// and that reads and writes again to the same bytes. Returns "" or what broke.
+std::string check_values(const std::uint8_t* data, std::size_t size);
+
+/// Writes the seed corpus (wire_corpus, and value_corpus's values) into
+/// `dir`, one file each, when it is an empty directory.
+void write_seeds(const std::string& dir);
 
 inline constexpr unsigned mutation_kinds = 9;
 /// A mutation of `frame` of kind `kind % mutation_kinds` (truncation, bit

@@ -3,33 +3,48 @@
 //   troupe::net::add_type<point>("point");            // a user type, once
 //   troupe::net::add_message<put_atom, std::string, point>();
 // (typed actors register their whole interface when published or looked up).
-// How each value is written:
-//   - arithmetic and enum values, trivially copyable structs: raw bytes
-//     (both nodes must share the byte order and the layout: same build);
+// How each value is written (docs/net.md, "Wire safety"):
+//   - arithmetic and enum values: their bytes; a bool is checked on reading
+//     (0 or 1), and an enum whose valid values are declared
+//     (troupe::net::enum_values) is checked against them;
 //   - empty types (atoms): nothing;
-//   - std::string, std::vector<T>: a 32-bit length, then the elements (raw
-//     bytes when T is trivially copyable);
+//   - std::string, std::vector<T>: a 32-bit length, then the elements
+//     (their bytes in one copy when T is arithmetic, an unchecked enum or a
+//     raw_bytes type); std::array<T, N> and T[N]: the N elements;
 //   - actor and typed_actor handles: the node and actor they name; they
 //     become proxies on the receiving node (named "actor", and a typed one
 //     "actor{<its signatures>}");
 //   - troupe::error, down_msg, exit_msg: built in;
 //   - a struct with a member `auto fields() { return std::tie(a, b, ...); }`:
-//     its fields in that order, each as above (checked like the rest; no
-//     dependency on troupe::net in the type's header);
-//   - any type with a cereal serialize()/save()/load() for
-//     cereal::BinaryOutputArchive: through cereal (cereal takes precedence
-//     over raw bytes when a type has both).
+//     its fields in that order, each as above, never its padding (no
+//     dependency on troupe::net in the type's header); its network name
+//     lists its fields' types ("point{f64,f64}"), so nodes that disagree on
+//     the fields see two different types;
+//   - any type with a cereal serialize()/save()/load() template: through
+//     cereal's binary format, every length checked against the bytes left, every
+//     bool checked;
+//   - a trivially copyable type whose memory may cross as it is, by explicit
+//     opt-in only (troupe::net::raw_bytes): its bytes, padding included; its
+//     network name holds its size, alignment and a version the user gives,
+//     so a change of layout is a different type.
+// Any other type does not compile (a static_assert that says what to do).
 // Types are named by the registered names, and a message type by the names
-// of its values ("put_atom,string,point"); nodes compare the 64-bit hashes
-// of these names, never C++ type identities.
-// Decoding checks every length against the bytes that are there: a
-// truncated or malformed message throws decode_error (counted by the node,
-// never a crash). Cost: one lookup per message, then plain copies.
+// of its values ("put_atom,string,point{f64,f64}"); nodes compare the
+// 64-bit hashes of these names, never C++ type identities.
+// Decoding checks every length against the bytes that are there, before it
+// allocates: a truncated or malformed message throws decode_error naming the
+// type (counted by the node, never a crash). Cost: one lookup per message,
+// then plain copies.
 #pragma once
 
+#include <array>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <ostream>
 #include <stdexcept>
+#include <streambuf>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -132,6 +147,31 @@ class reader {
   detail::handle_context* ctx_;
 };
 
+/// Opt-in: T crosses the network as its bytes, as they are in memory. Only
+/// for a trivially copyable type without pointers whose every byte pattern is
+/// a valid value (no bool, no enum with a checked range: their bytes are not
+/// checked), sent between builds that agree on its layout. Specialise it
+/// with a version, and raise the version whenever the type changes in a way
+/// its size and alignment do not show (a field reordered, an int made a
+/// float):
+///   template <> struct troupe::net::raw_bytes<sample> { static constexpr std::uint32_t version = 1; };
+/// The network name is then "<add_type name>@raw<size>a<alignment>v<version>"
+/// (sample@raw24a8v1). Without this, a struct crosses field by field
+/// (fields()) or through cereal, and otherwise does not compile.
+template <class T>
+struct raw_bytes {};
+
+/// Declares which values of the enum E are valid, so that a value read from
+/// the network is checked (decode_error naming the type otherwise). Either a
+/// contiguous range,
+///   template <> struct troupe::net::enum_values<color> {
+///     static constexpr color first = color::red, last = color::blue;
+///   };
+/// or any test: `static constexpr bool valid(color c) { ... }`. An enum
+/// without it crosses as its underlying integer, unchecked.
+template <class E>
+struct enum_values {};
+
 namespace detail {
 
 /// Registered names of user types (add_type), keyed by the address of a
@@ -148,12 +188,104 @@ void add_user_type_name(const void* key, const char* cpp_name, const std::string
 template <class T>
 concept fields_type = std::is_class_v<T> && requires(T& v) { std::tuple_size<decltype(v.fields())>::value; };
 
+/// T opted in to cross as its bytes (raw_bytes).
+template <class T>
+concept raw_type = requires {
+  { raw_bytes<T>::version } -> std::convertible_to<std::uint32_t>;
+};
+
+/// E declares its valid values (enum_values).
+template <class E>
+concept range_enum = std::is_enum_v<E> && requires {
+  { enum_values<E>::first } -> std::convertible_to<E>;
+  { enum_values<E>::last } -> std::convertible_to<E>;
+};
+template <class E>
+concept tested_enum = std::is_enum_v<E> && requires(E e) {
+  { enum_values<E>::valid(e) } -> std::convertible_to<bool>;
+};
+template <class E>
+concept checked_enum = range_enum<E> || tested_enum<E>;
+
+template <class E>
+bool enum_value_ok(E v) noexcept {
+  if constexpr (tested_enum<E>) {
+    return enum_values<E>::valid(v);
+  } else {
+    using U = std::underlying_type_t<E>;
+    const auto u = static_cast<U>(v);
+    return u >= static_cast<U>(enum_values<E>::first) && u <= static_cast<U>(enum_values<E>::last);
+  }
+}
+
+/// Elements whose bytes may be copied as one block: every byte pattern is a
+/// value (arithmetic but bool, an enum without declared values), or the type
+/// opted in (raw_bytes).
+template <class E>
+inline constexpr bool bulk_element =
+    (std::is_arithmetic_v<E> && !std::is_same_v<E, bool>) || (std::is_enum_v<E> && !checked_enum<E>) || raw_type<E>;
+
+/// cereal's binary archive reading from our buffers (the format of
+/// cereal::BinaryOutputArchive), with every length cereal reads (a string's,
+/// a container's) checked against the bytes left before cereal allocates
+/// for it: a length of 8 EB is refused, not attempted. Elements take at
+/// least a byte each here, so a container of empty types (which cereal
+/// writes as nothing) may hold no more elements than there are bytes left.
+class cereal_reader : public cereal::InputArchive<cereal_reader, cereal::AllowEmptyClassElision> {
+ public:
+  cereal_reader(const char* begin, const char* end) : InputArchive{this}, pos_{begin}, end_{end} {}
+  void load_bytes(void* data, std::size_t n) {
+    if (n > left())
+      throw decode_error("cereal value truncated: needs " + std::to_string(n) + " bytes, " + std::to_string(left()) +
+                         " left");
+    if (n == 0) return;  // an empty vector's data() may be null
+    std::memcpy(data, pos_, n);
+    pos_ += n;
+  }
+  void check_length(std::uint64_t n) const {
+    if (n > left())
+      throw decode_error("cereal length " + std::to_string(n) + " exceeds the " + std::to_string(left()) +
+                         " bytes left");
+  }
+  std::size_t left() const noexcept { return static_cast<std::size_t>(end_ - pos_); }
+
+ private:
+  const char* pos_;
+  const char* end_;
+};
+
+template <class T>
+  requires std::is_arithmetic_v<T>
+void CEREAL_LOAD_FUNCTION_NAME(cereal_reader& ar, T& t) {
+  if constexpr (std::is_same_v<T, bool>) {  // one byte, 0 or 1, as codec<bool> reads it
+    std::uint8_t b = 0;
+    ar.load_bytes(&b, 1);
+    if (b > 1) throw decode_error("bool holds " + std::to_string(b) + " (a bool is 0 or 1)");
+    t = b != 0;
+  } else {
+    ar.load_bytes(std::addressof(t), sizeof(t));
+  }
+}
+template <class T>
+void CEREAL_LOAD_FUNCTION_NAME(cereal_reader& ar, cereal::BinaryData<T>& bd) {
+  ar.load_bytes(bd.data, static_cast<std::size_t>(bd.size));
+}
+template <class T>
+void CEREAL_SERIALIZE_FUNCTION_NAME(cereal_reader& ar, cereal::NameValuePair<T>& t) {
+  ar(t.value);
+}
+template <class T>
+void CEREAL_SERIALIZE_FUNCTION_NAME(cereal_reader& ar, cereal::SizeTag<T>& t) {
+  ar(t.size);
+  ar.check_length(static_cast<std::uint64_t>(t.size));
+}
+
 template <class T>
 concept cereal_type =
     std::is_class_v<T> && cereal::traits::is_output_serializable<T, cereal::BinaryOutputArchive>::value &&
-    cereal::traits::is_input_serializable<T, cereal::BinaryInputArchive>::value;
+    cereal::traits::is_input_serializable<T, cereal_reader>::value;
 
-/// std::streambuf over our buffers, for cereal's archives.
+/// std::streambuf appending to our buffers, for cereal's output archive.
 class out_buf : public std::streambuf {
  public:
   explicit out_buf(std::string& s) : s_{&s} {}
@@ -171,23 +303,34 @@ class out_buf : public std::streambuf {
  private:
   std::string* s_;
 };
-class in_buf : public std::streambuf {
- public:
-  in_buf(const char* b, const char* e) {
-    auto* p = const_cast<char*>(b);    // NOLINT(cppcoreguidelines-pro-type-const-cast): get area is read-only
-    setg(p, p, const_cast<char*>(e));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  }
-  std::size_t consumed() const noexcept { return static_cast<std::size_t>(gptr() - eback()); }
-};
 
 template <class T>
 struct is_vector : std::false_type {};
 template <class T, class A>
 struct is_vector<std::vector<T, A>> : std::true_type {};
+/// std::array<E, N> and E[N]: N elements of E.
+template <class T>
+struct fixed_array {
+  static constexpr bool value = false;
+};
+template <class E, std::size_t N>
+struct fixed_array<std::array<E, N>> {
+  static constexpr bool value = true;
+  using element = E;
+  static constexpr std::size_t size = N;
+};
+template <class E, std::size_t N>
+struct fixed_array<E[N]> {
+  static constexpr bool value = true;
+  using element = E;
+  static constexpr std::size_t size = N;
+};
 template <class T>
 struct is_typed_handle : std::false_type {};
 template <class... Sigs>
 struct is_typed_handle<typed_actor<Sigs...>> : std::true_type {};
+template <class T>
+inline constexpr bool always_false = false;
 
 template <class Sig>
 std::string signature_name();
@@ -204,20 +347,77 @@ std::string typed_handle_name(typed_actor<Sigs...>*) {
   return s + "}";
 }
 
+/// The types of T's fields (fields_type), as a tuple of plain types.
+template <class Tuple>
+struct plain_types;
+template <class... Fs>
+struct plain_types<std::tuple<Fs...>> {
+  using type = std::tuple<std::remove_cvref_t<Fs>...>;
+};
+template <class T>
+using field_types = typename plain_types<decltype(std::declval<T&>().fields())>::type;
+
+/// A fields type whose listed fields are, in order, all of its bytes (no
+/// padding, nothing unlisted), each of a type whose bytes are its value: its
+/// wire form (the fields in order) is then its memory, and it is copied
+/// whole, alone or as a vector's elements (a split graph's batch of tuples
+/// in one copy). packable() is what the compiler knows; packed() adds the
+/// order of the fields in memory, measured once on a default-made value.
+template <class T>
+constexpr bool packable() {
+  if constexpr (!fields_type<T> || raw_type<T> || !std::is_trivially_copyable_v<T> ||
+                !std::is_default_constructible_v<T>)
+    return false;
+  else
+    return []<class... Fs>(std::tuple<Fs...>*) {
+      return sizeof...(Fs) > 0 && (bulk_element<Fs> && ...) && (sizeof(Fs) + ... + 0) == sizeof(T);
+    }(static_cast<field_types<T>*>(nullptr));
+}
+template <class T>
+bool packed() {
+  if constexpr (!packable<T>()) {
+    return false;
+  } else {
+    static const bool in_order = [] {
+      T v{};
+      const auto* base = reinterpret_cast<const char*>(&v);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+      std::size_t at = 0;
+      bool ok = true;
+      std::apply(
+          [&](auto&... f) {
+            // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): offsets of the fields
+            ((ok = ok && reinterpret_cast<const char*>(&f) == base + at, at += sizeof(f)), ...);
+          },
+          v.fields());
+      return ok;
+    }();
+    return in_order;
+  }
+}
+
+/// Whether values of E are copied as their bytes (bulk_element, or packed).
+template <class E>
+bool copied_whole() {
+  if constexpr (bulk_element<E>) return true;
+  else return packed<E>();
+}
+template <class E>
+inline constexpr bool maybe_copied_whole = bulk_element<E> || packable<E>();
+
 }  // namespace detail
 
 /// How one value type is named, written and read.
 template <class T>
 struct codec {
-  /// Vectors of E travel as their bytes (trivially copyable, no custom form).
-  template <class E>
-  static constexpr bool raw_elements =
-      std::is_trivially_copyable_v<E> && !detail::cereal_type<E> && !detail::fields_type<E>;
+  /// This is the general codec (detail::crossable tells it from a specialisation).
+  static constexpr bool primary = true;
 
   static std::string name() {
     if constexpr (std::is_same_v<T, bool>) return "bool";
     else if constexpr (std::is_same_v<T, char>) return "char";
-    else if constexpr (std::is_integral_v<T>) return (std::is_signed_v<T> ? "i" : "u") + std::to_string(8 * sizeof(T));
+    else if constexpr (std::is_integral_v<T>)
+      return std::string{std::is_signed_v<T> ? "i" : "u"} +=
+             std::to_string(8 * sizeof(T));  // not "u" + ...: GCC 12 -O3 warns (-Wrestrict) on the insert
     else if constexpr (std::is_same_v<T, float>) return "f32";
     else if constexpr (std::is_same_v<T, double>) return "f64";
     else if constexpr (std::is_same_v<T, std::string>) return "string";
@@ -231,7 +431,23 @@ struct codec {
     else if constexpr (std::is_same_v<T, put_atom>) return "put_atom";
     else if constexpr (std::is_same_v<T, ok_atom>) return "ok_atom";
     else if constexpr (detail::is_vector<T>::value) return "vector<" + codec<typename T::value_type>::name() + ">";
-    else return detail::user_type_name(ext::type_id_of<T>, typeid(T).name());
+    else if constexpr (detail::fixed_array<T>::value)
+      return codec<typename detail::fixed_array<T>::element>::name() + "[" +
+             std::to_string(detail::fixed_array<T>::size) + "]";
+    else {
+      std::string n = detail::user_type_name(ext::type_id_of<T>, typeid(T).name());
+      if constexpr (detail::raw_type<T>) {
+        n += "@raw" + std::to_string(sizeof(T)) + "a" + std::to_string(alignof(T)) + "v" +
+             std::to_string(static_cast<std::uint32_t>(raw_bytes<T>::version));
+      } else if constexpr (detail::fields_type<T> && !std::is_empty_v<T>) {
+        n += '{';
+        []<class... Fs>(std::string& s, std::tuple<Fs...>*) { ((s += codec<Fs>::name(), s += ','), ...); }(
+            n, static_cast<detail::field_types<T>*>(nullptr));
+        if (n.back() == ',') n.pop_back();
+        n += '}';
+      }
+      return n;
+    }
   }
 
   /// name() made once (a read names the type only if it fails: building
@@ -239,6 +455,16 @@ struct codec {
   static const char* arithmetic_name() {
     static const std::string n = name();
     return n.c_str();
+  }
+
+  /// The type for an error message: its network name, or its C++ name when
+  /// it has none (codec used without add_type).
+  static std::string label() {
+    try {
+      return name();
+    } catch (const std::logic_error&) {
+      return detail::readable_type_name(typeid(T).name());
+    }
   }
 
   static void write(writer& w, const T& v) {
@@ -276,14 +502,28 @@ struct codec {
     } else if constexpr (detail::is_vector<T>::value) {
       using E = typename T::value_type;
       w.raw(static_cast<std::uint32_t>(v.size()));
-      if constexpr (raw_elements<E>) w.bytes(v.data(), v.size() * sizeof(E));
+      if constexpr (detail::maybe_copied_whole<E>) {
+        if (detail::copied_whole<E>()) return w.bytes(v.data(), v.size() * sizeof(E));
+      }
+      for (const auto& e : v) codec<E>::write(w, e);
+    } else if constexpr (detail::fixed_array<T>::value) {
+      using E = typename detail::fixed_array<T>::element;
+      if constexpr (detail::bulk_element<E>) w.bytes(std::data(v), detail::fixed_array<T>::size * sizeof(E));
       else
-        for (auto& e : v) codec<E>::write(w, e);
+        for (const auto& e : v) codec<E>::write(w, e);
     } else if constexpr (std::is_empty_v<T>) {
       // atoms: the type says it all
     } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
       w.raw(v);
+    } else if constexpr (detail::raw_type<T>) {
+      static_assert(std::is_trivially_copyable_v<T> && !std::is_pointer_v<T>,
+                    "troupe::net::raw_bytes<T>: only a trivially copyable type without pointers may cross as its "
+                    "bytes; list its fields instead (auto fields() { return std::tie(a, b); })");
+      w.raw(v);
     } else if constexpr (detail::fields_type<T>) {
+      if constexpr (detail::packable<T>()) {
+        if (detail::packed<T>()) return w.raw(v);  // the same bytes as field by field
+      }
       // fields() hands out references; writing only reads them.
       std::apply([&](auto&... f) { (codec<std::remove_cvref_t<decltype(f)>>::write(w, f), ...); },
                  const_cast<T&>(v).fields());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
@@ -293,10 +533,11 @@ struct codec {
       cereal::BinaryOutputArchive ar{os};
       ar(v);
     } else {
-      static_assert(std::is_trivially_copyable_v<T> && !std::is_pointer_v<T>,
-                    "troupe::net: this type cannot cross the network: give it a cereal serialize() function "
-                    "(or make it trivially copyable, without pointers)");
-      w.raw(v);
+      static_assert(detail::always_false<T>,
+                    "troupe::net: this type cannot cross the network: list its fields (a member "
+                    "`auto fields() { return std::tie(a, b); }`), give it a cereal serialize() template, or, for a "
+                    "trivially copyable type whose bytes may cross as they are, specialise troupe::net::raw_bytes<T> "
+                    "with a version (docs/net.md, Wire safety)");
     }
   }
 
@@ -343,46 +584,92 @@ struct codec {
       codec<error>::read(r, v.reason);
     } else if constexpr (detail::is_vector<T>::value) {
       using E = typename T::value_type;
-      if constexpr (raw_elements<E>) {
-        auto n = r.count(sizeof(E), "vector");
-        v.resize(n);
-        std::memcpy(v.data(), r.take(n * sizeof(E), "vector"), n * sizeof(E));
-      } else {
-        auto n = r.count(std::is_empty_v<E> ? 0 : 1, "vector");
-        if (std::is_empty_v<E> && n > (std::size_t{1} << 20)) throw decode_error("vector of atoms too long");
-        v.clear();
-        v.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) codec<E>::read(r, v.emplace_back());
+      if constexpr (detail::maybe_copied_whole<E>) {
+        if (detail::copied_whole<E>()) {
+          auto n = r.count(sizeof(E), "vector");
+          v.resize(n);
+          const char* p = r.take(n * sizeof(E), "vector");
+          if (n != 0) std::memcpy(v.data(), p, n * sizeof(E));  // an empty vector's data() may be null
+          return;
+        }
       }
+      auto n = r.count(std::is_empty_v<E> ? 0 : 1, "vector");
+      if (std::is_empty_v<E> && n > (std::size_t{1} << 20)) throw decode_error("vector of atoms too long");
+      v.clear();
+      v.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<E, bool>) {  // std::vector<bool> hands out no bool&
+          bool b = false;
+          codec<bool>::read(r, b);
+          v.push_back(b);
+        } else {
+          codec<E>::read(r, v.emplace_back());
+        }
+      }
+    } else if constexpr (detail::fixed_array<T>::value) {
+      using E = typename detail::fixed_array<T>::element;
+      constexpr std::size_t bytes = detail::fixed_array<T>::size * sizeof(E);
+      if constexpr (detail::bulk_element<E>) std::memcpy(std::data(v), r.take(bytes, "array"), bytes);
+      else
+        for (auto& e : v) codec<E>::read(r, e);
     } else if constexpr (std::is_empty_v<T>) {
-    } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
-      if constexpr (std::is_same_v<T, bool>) {
-        auto b = r.raw<std::uint8_t>("bool");
-        if (b > 1) throw decode_error("bool holds " + std::to_string(b));
-        v = b != 0;
-      } else {
-        v = r.raw<T>(arithmetic_name());
-      }
+    } else if constexpr (std::is_same_v<T, bool>) {
+      auto b = r.raw<std::uint8_t>("bool");
+      if (b > 1) throw decode_error("bool holds " + std::to_string(b) + " (a bool is 0 or 1)");
+      v = b != 0;
+    } else if constexpr (std::is_arithmetic_v<T> || detail::raw_type<T>) {
+      v = r.raw<T>(arithmetic_name());
+    } else if constexpr (std::is_enum_v<T>) {
+      v = r.raw<T>(arithmetic_name());
+      if constexpr (detail::checked_enum<T>)
+        if (!detail::enum_value_ok(v))
+          throw decode_error(label() + " holds " + std::to_string(static_cast<std::underlying_type_t<T>>(v) + 0) +
+                             ", not one of its values (troupe::net::enum_values)");
     } else if constexpr (detail::fields_type<T>) {
-      std::apply([&](auto&... f) { (codec<std::remove_cvref_t<decltype(f)>>::read(r, f), ...); }, v.fields());
-    } else if constexpr (detail::cereal_type<T>) {
-      const char* b = r.take(0, "cereal value");
-      detail::in_buf buf{b, b + r.left()};
-      std::istream is{&buf};
+      if constexpr (detail::packable<T>()) {
+        if (detail::packed<T>()) {
+          v = r.raw<T>(arithmetic_name());
+          return;
+        }
+      }
       try {
-        cereal::BinaryInputArchive ar{is};
+        std::apply([&](auto&... f) { (codec<std::remove_cvref_t<decltype(f)>>::read(r, f), ...); }, v.fields());
+      } catch (const decode_error& e) {
+        throw decode_error(label() + ": " + e.what());  // the path to a bad field: "order: line: bool holds 2"
+      }
+    } else if constexpr (detail::cereal_type<T>) {
+      const char* begin = r.take(0, "cereal value");
+      detail::cereal_reader ar{begin, begin + r.left()};
+      try {
         ar(v);
       } catch (const cereal::Exception& e) {
-        throw decode_error(codec::name() + ": " + e.what());
+        throw decode_error(label() + ": " + e.what());
+      } catch (const decode_error& e) {
+        throw decode_error(label() + ": " + e.what());
       }
-      r.take(buf.consumed(), "cereal value");
+      r.take(r.left() - ar.left(), "cereal value");
     } else {
-      v = r.raw<T>("value");
+      static_assert(detail::always_false<T>, "troupe::net: this type cannot cross the network (see codec::write)");
     }
   }
 };
 
 namespace detail {
+
+/// Whether codec<T> knows how to write T (what codec.hpp's opening lists,
+/// or a specialisation of codec for T).
+template <class T>
+constexpr bool crossable() {
+  if constexpr (!requires { codec<T>::primary; } || std::is_same_v<T, std::string> || std::is_same_v<T, actor> ||
+                is_typed_handle<T>::value || std::is_same_v<T, error> || std::is_same_v<T, down_msg> ||
+                std::is_same_v<T, exit_msg> || std::is_same_v<T, ext::kill_msg>)
+    return true;
+  else if constexpr (is_vector<T>::value) return crossable<typename T::value_type>();
+  else if constexpr (fixed_array<T>::value) return crossable<typename fixed_array<T>::element>();
+  else
+    return std::is_empty_v<T> || std::is_arithmetic_v<T> || std::is_enum_v<T> || raw_type<T> || fields_type<T> ||
+           cereal_type<T>;
+}
 
 /// One message type that may cross the network.
 struct message_type {
@@ -457,18 +744,29 @@ template <class... Ts>
 void add_message() {
   static_assert((std::is_default_constructible_v<Ts> && ...),
                 "troupe::net: message values must be default-constructible to be read");
+  static_assert((detail::crossable<Ts>() && ...),
+                "troupe::net: a value type of this message cannot cross the network: list its fields (a member "
+                "`auto fields() { return std::tie(a, b); }`), give it a cereal serialize() template, or, for a "
+                "trivially copyable type whose bytes may cross as they are, specialise troupe::net::raw_bytes<T> "
+                "with a version (docs/net.md, Wire safety)");
   (
       [] {
         if constexpr (detail::is_typed_handle<Ts>::value) (void)detail::add_interface(static_cast<Ts*>(nullptr));
       }(),
       ...);
-  detail::message_type t;
-  t.name = detail::message_name<Ts...>();
-  t.hash = detail::name_hash(t.name);
-  t.type_id = ext::type_id_of<Ts...>;
-  t.encode = &detail::encode_values<Ts...>;
-  t.decode = &detail::decode_values<Ts...>;
-  detail::register_message(std::move(t));
+  static_assert(((!detail::raw_type<Ts> || (std::is_trivially_copyable_v<Ts> && !std::is_pointer_v<Ts>)) && ...),
+                "troupe::net::raw_bytes<T>: only a trivially copyable type without pointers may cross as its bytes; "
+                "list its fields instead (auto fields() { return std::tie(a, b); })");
+  if constexpr ((detail::crossable<Ts>() && ...) &&
+                ((!detail::raw_type<Ts> || std::is_trivially_copyable_v<Ts>) && ...)) {  // else: one error above
+    detail::message_type t;
+    t.name = detail::message_name<Ts...>();
+    t.hash = detail::name_hash(t.name);
+    t.type_id = ext::type_id_of<Ts...>;
+    t.encode = &detail::encode_values<Ts...>;
+    t.decode = &detail::decode_values<Ts...>;
+    detail::register_message(std::move(t));
+  }
 }
 
 namespace detail {

@@ -124,6 +124,17 @@ struct node_config {
   /// newline, from the node's threads: empty, to stderr; a function that
   /// does nothing silences them.
   std::function<void(const std::string&)> log{};
+
+  // ---- wire safety (docs/net.md, "Wire safety") ----
+  /// Untrusted mode (off by default, like Akka's untrusted-mode): the peers
+  /// may send to the actors this node handed them (published ones they
+  /// looked up, and those whose handles this node sent them in messages),
+  /// and to no other; and they may not send the runtime's signals: exit_msg,
+  /// kill and down_msg messages from a peer are refused.
+  /// Refusals are counted (node_stats::refused_signals, refused_actors) and
+  /// logged once per peer. For peers whose keys are trusted to connect but
+  /// whose programs are not trusted with this node's actors.
+  bool untrusted_peers = false;
 };
 
 /// Where a node listens, and its public key (empty for plaintext).
@@ -147,6 +158,8 @@ struct node_stats {
   std::uint64_t peers_rejoined = 0;     ///< sessions opened again with an incarnation once unreachable
   std::uint64_t flow_pauses = 0;        ///< pauses asked of peers for a local receiver over its soft limit
   std::uint64_t heartbeats_out = 0;     ///< heartbeat frames sent (only links idle for a heartbeat_interval send them)
+  std::uint64_t refused_signals = 0;     ///< exit, kill and down messages refused (untrusted_peers)
+  std::uint64_t refused_actors = 0;      ///< messages and monitors for actors not handed to that peer (untrusted_peers)
   /// Connections refused after the handshake because the pair of nodes has
   /// one already (both nodes connected to each other at the same time).
   std::uint64_t duplicates_refused = 0;

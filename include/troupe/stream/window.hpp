@@ -64,6 +64,7 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -81,6 +82,8 @@ struct window_result {
   std::uint64_t end;    ///< one past the last position (count) or time
   R value;
   friend bool operator==(const window_result&, const window_result&) = default;
+  /// Its fields, in order: how it crosses between processes (troupe::net).
+  auto fields() { return std::tie(key, start, end, value); }
 };
 
 namespace detail {
