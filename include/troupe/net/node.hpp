@@ -158,8 +158,8 @@ struct node_stats {
   std::uint64_t peers_rejoined = 0;     ///< sessions opened again with an incarnation once unreachable
   std::uint64_t flow_pauses = 0;        ///< pauses asked of peers for a local receiver over its soft limit
   std::uint64_t heartbeats_out = 0;     ///< heartbeat frames sent (only links idle for a heartbeat_interval send them)
-  std::uint64_t refused_signals = 0;     ///< exit, kill and down messages refused (untrusted_peers)
-  std::uint64_t refused_actors = 0;      ///< messages and monitors for actors not handed to that peer (untrusted_peers)
+  std::uint64_t refused_signals = 0;    ///< exit, kill and down messages refused (untrusted_peers)
+  std::uint64_t refused_actors = 0;     ///< messages and monitors for actors not handed to that peer (untrusted_peers)
   /// Connections refused after the handshake because the pair of nodes has
   /// one already (both nodes connected to each other at the same time).
   std::uint64_t duplicates_refused = 0;
