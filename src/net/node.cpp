@@ -165,6 +165,7 @@ void node_core::shutdown_io() {
     sink_ = actor{};
   }
   pausing_.clear();
+  last_pause_ = false;
   flooded_ = actor{};
   router_.reset();
   zap_.reset();

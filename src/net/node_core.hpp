@@ -356,6 +356,10 @@ class node_core final : public handle_context,
   /// Per-receiver flow control: `to` (exported as `id`) is over its soft
   /// limit after a record from `c`: ask c's peer to hold back its data for it.
   void ask_pause(connection& c, std::uint64_t id, const actor& to);
+  // The pause ask_pause recorded last (receiver, connection): valid while
+  // pausing_ holds it (check_pauses forgets it when it ends the pause).
+  bool last_pause_ = false;
+  std::uint64_t last_pause_id_ = 0, last_pause_conn_ = 0;
   /// Resumes the peers of the receivers that drained (or waited too long).
   void check_pauses(clock::time_point now);
   /// The last resort behind the pauses: whether reading is stopped for a
