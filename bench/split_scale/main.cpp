@@ -49,19 +49,19 @@ namespace {
 namespace st = troupe::stream;
 namespace net = troupe::net;
 
-struct keyed {
+struct key_count {
   std::uint32_t key = 0;
   std::uint64_t count = 0;  // the source: 1; a counter's total at the end
   auto fields() { return std::tie(key, count); }
 };
 
 /// Counts per key; emits its totals at the end of the stream.
-struct counter : st::node<keyed, keyed> {
+struct counter : st::node<key_count, key_count> {
   static constexpr const char* kind = "counter";
   std::unordered_map<std::uint32_t, std::uint64_t> per_key;
-  void consume(keyed& k) { per_key[k.key] += k.count; }
+  void consume(key_count& k) { per_key[k.key] += k.count; }
   void on_stop() {
-    for (auto& [key, n] : per_key) send_next(keyed{key, n});
+    for (auto& [key, n] : per_key) send_next(key_count{key, n});
   }
 };
 
@@ -73,12 +73,12 @@ struct totals {
 };
 
 auto description(std::int64_t tuples, std::int64_t keys, std::size_t ranks, const std::shared_ptr<totals>& t) {
-  auto source = st::source([i = std::int64_t{0}, tuples, keys]() mutable -> std::optional<keyed> {
+  auto source = st::source([i = std::int64_t{0}, tuples, keys]() mutable -> std::optional<key_count> {
     if (i == tuples) return std::nullopt;
     const auto k = static_cast<std::uint32_t>(i++ % keys);
-    return keyed{k, 1};
+    return key_count{k, 1};
   });
-  auto sink = st::sink([t](const keyed& k) {
+  auto sink = st::sink([t](const key_count& k) {
     std::lock_guard<std::mutex> g{t->m};
     t->per_key[k.key] += k.count;
     ++t->pairs;
@@ -87,7 +87,7 @@ auto description(std::int64_t tuples, std::int64_t keys, std::size_t ranks, cons
   for (std::size_t r = 0; r < ranks; ++r) all[r] = r;
   return troupe::pipeline{
       source,
-      troupe::placed{troupe::farm{counter{}, ranks, troupe::by_key{[](const keyed& k) { return k.key; }}},
+      troupe::placed{troupe::farm{counter{}, ranks, troupe::by_key{[](const key_count& k) { return k.key; }}},
                      troupe::placement::ranks(all)},
       sink};
 }
@@ -129,7 +129,7 @@ net::node_config plain(std::size_t rank) {
   return c;
 }
 
-void register_types() { net::add_type<keyed>("split_scale.keyed"); }
+void register_types() { net::add_type<key_count>("split_scale.key_count"); }
 
 bench::sample run_one_process(const bench::params& p) {
   const auto tuples = p.get("tuples"), keys = p.get("keys");
