@@ -33,6 +33,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_process.hpp"
+
 extern char** environ;
 
 namespace {
@@ -459,25 +461,7 @@ TEST_F(apps_cli_binary, a_progress_line_only_on_a_terminal) {
 
 namespace {
 
-/// Two free TCP ports of 127.0.0.1 (bound to port 0 by the kernel, then
-/// released: another process could take one in between, which a rerun fixes).
-std::vector<int> free_ports(int n) {
-  std::vector<int> fds, ports;
-  for (int i = 0; i < n; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      ADD_FAILURE() << "no free port: " << std::strerror(errno);
-    fds.push_back(fd);
-    ports.push_back(ntohs(a.sin_port));
-  }
-  for (int fd : fds) ::close(fd);
-  return ports;
-}
+using child_process::free_ports;
 
 /// The lines of a file, sorted (a farm's sink replicas interleave them).
 std::vector<std::string> sorted_lines(const std::string& path) {

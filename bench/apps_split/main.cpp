@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "child_process.hpp"
 #include "common/app_sample.hpp"
 #include "common/harness.hpp"
 #include "common/peer_process.hpp"
@@ -44,23 +45,7 @@ namespace {
 
 using troupe_apps::cli;
 
-std::vector<int> free_ports(int n) {
-  std::vector<int> fds, ports;
-  for (int i = 0; i < n; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      throw std::runtime_error("no free port on 127.0.0.1");
-    fds.push_back(fd);
-    ports.push_back(ntohs(a.sin_port));
-  }
-  for (int fd : fds) ::close(fd);
-  return ports;
-}
+using child_process::free_ports;
 
 cli flags(const bench::params& p) {
   cli c;
