@@ -542,6 +542,74 @@ TEST_F(membership, two_nodes_find_each_other_and_exchange_a_request) {
   EXPECT_EQ(got, 42);
 }
 
+// A node that follows the registry retires a member the registry saw
+// leave, although that member's node still runs and answers (here it left
+// the registry; a lease that expired ends the same way), and takes it back
+// when it registers again.
+TEST_F(membership, a_node_following_the_registry_retires_a_member_that_left) {
+  net::add_message<int>();
+  troupe::actor_system sys_a{troupe::config{.workers = 1}}, sys_b{troupe::config{.workers = 1}};
+  const auto plain = [](const char* name) {
+    net::node_config c;
+    c.security = net::security::plaintext;
+    c.name = name;
+    c.log = [](const std::string&) {};
+    return c;
+  };
+  net::node node_a{sys_a, plain("a")};
+  net::node node_b{sys_b, plain("b")};
+  node_a.publish(sys_a.spawn([](troupe::event_actor&) { return troupe::behavior{[](int x) { return x * 2; }}; }),
+                 "doubler");
+  const net::member a{
+      .name = "node-a", .address = {node_a.listen("tcp://127.0.0.1:*"), ""}, .incarnation = node_a.incarnation()};
+  net::registry reg_a{cfg()}, reg_b{cfg()};
+  events seen;
+  auto watching = reg_b.watch(seen.sink());
+  auto following = reg_b.follow(node_b);
+  reg_a.join(a);
+
+  const auto where = reg_b.wait_for("node-a", patience);
+  auto doubler = node_b.remote_actor(where.address, "doubler", 10s);
+  troupe::scoped_actor self{sys_b};
+  const auto ask = [&] {
+    int got = 0;
+    std::string failed;
+    self->request(doubler, 10s, 21).receive([&](int v) { got = v; }, [&](troupe::error& e) { failed = e.to_string(); });
+    return failed.empty() ? std::to_string(got) : failed;
+  };
+  ASSERT_EQ(ask(), "42");
+  self->monitor(doubler);
+
+  reg_a.leave();  // node A runs on, but the registry says it is gone
+  ASSERT_TRUE(seen.wait_for(net::member_change::left, "node-a"));
+  std::string why;
+  self->receive_for(patience, [&](troupe::down_msg& d) { why = d.reason.to_string(); });
+  EXPECT_NE(why.find("left the cluster"), std::string::npos) << why;
+  EXPECT_EQ(node_b.stats().peers_retired, 1u);
+  const auto refused = ask();
+  EXPECT_NE(refused, "42");
+  try {  // a new lookup reaches node A, whose incarnation is retired here
+    (void)node_b.remote_actor(where.address, "doubler", 10s);
+    FAIL() << "a lookup reached a retired peer";
+  } catch (const net::net_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("was retired"), std::string::npos) << e.what();
+  }
+
+  reg_a.join(a);  // back in the registry, the same incarnation
+  ASSERT_TRUE(seen.wait_for(net::member_change::joined, "node-a", 2));
+  std::string again;
+  for (int i = 0; i < 100 && again != "42"; ++i) {  // readmit_peer runs on B's I/O thread: a moment later
+    try {
+      doubler = node_b.remote_actor(where.address, "doubler", 10s);
+      again = ask();
+    } catch (const net::net_error& e) {
+      again = e.what();
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  EXPECT_EQ(again, "42");
+}
+
 TEST_F(membership, a_split_graph_takes_its_peers_from_the_registry) {
   troupe::actor_system sys0{troupe::config{.workers = 2}}, sys1{troupe::config{.workers = 2}};
   const auto plain = [](const char* name) {

@@ -689,6 +689,18 @@ subscription registry::watch(actor_system& sys, const actor& to) {
   return watch([&sys, to](const member_event& e) { sys.send(to, e); });
 }
 
+subscription registry::follow(node& n) {
+  const std::uint64_t self = n.incarnation();
+  return watch([&n, self, cluster = impl_->cfg.cluster](const member_event& e) {
+    const std::uint64_t inc = e.who.incarnation;
+    if (inc == 0 || inc == self) return;
+    if (e.change == member_change::left)
+      n.retire_peer(inc, "member '" + e.who.name + "' left the cluster '" + cluster +
+                             "' in the registry (it left, or its lease expired)");
+    else if (e.change == member_change::joined) n.readmit_peer(inc);
+  });
+}
+
 // ------------------------------------------------------------------ split graphs
 
 std::vector<remote_address> peers_from_registry(registry& reg, const std::vector<std::string>& names,

@@ -125,6 +125,7 @@ node_stats node_core::stats() const {
   s.duplicates_refused = st_.duplicates_refused.load();
   s.refused_signals = st_.refused_signals.load();
   s.refused_actors = st_.refused_actors.load();
+  s.peers_retired = st_.peers_retired.load();
   s.peers = st_.peers.load();
   s.exports = st_.exports.load();
   std::lock_guard<std::mutex> g{proxies_mtx_};
@@ -229,6 +230,8 @@ actor node::lookup(const remote_address& where, const std::string& name, std::ch
 void detail::feed_frames_for_test(node& n, const std::string& peer, const std::vector<std::string>& frames) {
   n.core_->feed(peer, frames);
 }
+void node::retire_peer(std::uint64_t incarnation, const std::string& why) { core_->retire(incarnation, why); }
+void node::readmit_peer(std::uint64_t incarnation) { core_->readmit(incarnation); }
 std::uint64_t node::incarnation() const noexcept { return core_->incarnation(); }
 node_stats node::stats() const { return core_->stats(); }
 

@@ -204,6 +204,10 @@ class node_core final : public handle_context,
     return fut.get();
   }
   std::string listen(const std::string& endpoint);
+  /// Any thread (node::retire_peer, readmit_peer): posted to the I/O thread;
+  /// nothing once the node is closed.
+  void retire(std::uint64_t inc, std::string why);
+  void readmit(std::uint64_t inc);
 
   // ------------------------------------------------ actors (actors.cpp)
   void publish(const actor& a, const std::string& name, std::uint64_t iface);
@@ -250,7 +254,7 @@ class node_core final : public handle_context,
     std::atomic<std::uint64_t> frames_in{0}, frames_out{0}, messages_in{0}, messages_out{0}, malformed{0},
         unknown_types{0}, unsendable{0}, unknown_actors{0}, stale{0}, rejected_keys{0}, peers_lost{0},
         peers_unreachable{0}, peers_rejoined{0}, flow_pauses{0}, heartbeats_out{0}, duplicates_refused{0},
-        refused_signals{0}, refused_actors{0};
+        refused_signals{0}, refused_actors{0}, peers_retired{0};
     std::atomic<std::size_t> peers{0}, exports{0};
   };
 
@@ -423,7 +427,9 @@ class node_core final : public handle_context,
   std::unordered_map<std::string, connection*> by_routing_;
   std::unordered_map<std::string, connection*> by_endpoint_;
   std::unordered_map<std::uint64_t, connection*> by_inc_;
-  std::unordered_set<std::uint64_t> dead_incs_;  // closed or restarted: refused
+  std::unordered_set<std::uint64_t> dead_incs_;  // closed, restarted or retired: refused
+  /// Of those, the ones retire() put there (only these may be readmitted).
+  std::unordered_set<std::uint64_t> retired_incs_;
   /// Incarnations found unreachable and not back yet (for peers_rejoined),
   /// and per endpoint the last peer found unreachable there (for the error
   /// of a lookup that gets no answer).

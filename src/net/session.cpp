@@ -277,6 +277,17 @@ void node_core::on_handshake(connection& c, wire::rec kind, reader& r, std::uint
     drop_connection(c.id);
     return;
   }
+  if (dead_incs_.count(src) != 0) {
+    // A welcome, on a connection of ours, from an incarnation that is gone
+    // here (a retired peer that still runs): what waits on it fails now.
+    st_.stale.fetch_add(1, std::memory_order_relaxed);
+    c.peer_inc = src;
+    end_session(c,
+                "the node answering there, incarnation " + hex(src) +
+                    (retired_incs_.count(src) != 0 ? ", was retired (node::retire_peer)" : ", closed or restarted"),
+                ending::broken);
+    return;
+  }
   connection* mine = kind == wire::rec::hello ? own_connection_to(src, h.endpoints) : nullptr;
   if (mine != nullptr && mine->ready && inc_ > src) mine = nullptr;  // not a race we can settle: keep both
   if (mine != nullptr && inc_ < src) {
@@ -435,6 +446,35 @@ void node_core::end_session(connection& c, const std::string& why, ending how) {
     }
   }
   drop_connection(cid);
+}
+
+void node_core::retire(std::uint64_t inc, std::string why) {
+  if (stopping_.load() || inc == 0 || inc == inc_) return;
+  post([this, inc, why = std::move(why)] {
+    if (!dead_incs_.insert(inc).second) return;  // closed, restarted or retired already
+    retired_incs_.insert(inc);
+    st_.peers_retired.fetch_add(1, std::memory_order_relaxed);
+    unreachable_incs_.erase(inc);
+    for (auto it = unreachable_at_.begin(); it != unreachable_at_.end();)
+      it = it->second.inc == inc ? unreachable_at_.erase(it) : std::next(it);
+    std::vector<std::uint64_t> ending;
+    for (auto& [id, c] : conns_)
+      if (c->peer_inc == inc) ending.push_back(id);
+    bool any = false;
+    for (auto id : ending)
+      if (auto it = conns_.find(id); it != conns_.end()) {
+        any = any || it->second->ready;
+        end_session(*it->second, "retired: " + why, ending::closed);
+      }
+    log("retired the peer of incarnation " + hex(inc) + (any ? "" : " (no session open)") + ": " + why);
+  });
+}
+
+void node_core::readmit(std::uint64_t inc) {
+  if (stopping_.load()) return;
+  post([this, inc] {
+    if (retired_incs_.erase(inc) != 0) dead_incs_.erase(inc);
+  });
 }
 
 void node_core::drop_connection(std::uint64_t cid) {

@@ -155,6 +155,15 @@ class registry {
   /// sender). End the subscription before `sys`.
   subscription watch(actor_system& sys, const actor& to);
 
+  /// Makes `n` act on the registry's verdicts: when a member leaves (it
+  /// left, or its lease expired: etcd agreed it is gone), `n` retires its
+  /// incarnation (node::retire_peer: its sessions end, monitors get down_msg
+  /// with net_errc::remote_unreachable, its frames are refused), even if it
+  /// still answers; when that incarnation registers again, `n` takes it back
+  /// (node::readmit_peer). Members without an incarnation, and `n` itself,
+  /// are left alone. A watch (its thread, its reconnects); end the
+  /// subscription before `n`.
+  subscription follow(node& n);
   const registry_config& config() const noexcept;
 
   struct impl;  // (membership's own)

@@ -160,6 +160,7 @@ struct node_stats {
   std::uint64_t heartbeats_out = 0;     ///< heartbeat frames sent (only links idle for a heartbeat_interval send them)
   std::uint64_t refused_signals = 0;    ///< exit, kill and down messages refused (untrusted_peers)
   std::uint64_t refused_actors = 0;     ///< messages and monitors for actors not handed to that peer (untrusted_peers)
+  std::uint64_t peers_retired = 0;      ///< incarnations retired by retire_peer (a registry's verdict)
   /// Connections refused after the handshake because the pair of nodes has
   /// one already (both nodes connected to each other at the same time).
   std::uint64_t duplicates_refused = 0;
@@ -222,6 +223,22 @@ class node {
     auto iface = detail::add_interface(static_cast<Handle*>(nullptr));
     return Handle{lookup(where, name, timeout, iface)};
   }
+
+  /// Ends this node's dealings with the peer node of `incarnation`, as
+  /// something outside it decided (its registry lease expired: see
+  /// registry::follow, membership.hpp; or an operator): its sessions end as
+  /// if it had closed (proxies end and monitors get down_msg with
+  /// net_errc::remote_unreachable naming `why`; requests and lookups waiting
+  /// on it fail), and from then on its frames are refused and a lookup that
+  /// reaches it fails, until readmit_peer. A peer's own detector would call
+  /// it unreachable only while it is silent; this takes it out even when it
+  /// still answers (a node cut off from the registry, which the others
+  /// agreed is gone). Returns at once (the I/O thread does it); nothing once
+  /// the node is closed, or for this node's own incarnation.
+  void retire_peer(std::uint64_t incarnation, const std::string& why);
+  /// Undoes retire_peer: that incarnation may connect again (a member that
+  /// registered again). Nothing for an incarnation that closed or restarted.
+  void readmit_peer(std::uint64_t incarnation);
 
   /// This node's incarnation: random, new at every start.
   std::uint64_t incarnation() const noexcept;
