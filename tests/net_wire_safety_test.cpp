@@ -58,6 +58,13 @@ struct swapped {  // no padding, but fields() lists them out of memory order
   std::int64_t a = 0, b = 0;
   auto fields() { return std::tie(b, a); }
 };
+struct reading {  // fields of fixed sizes only, nested: one bounds check, every check kept
+  color hue = color::red;
+  flagged tag;
+  bool bits[3] = {};
+  double value = 0;
+  auto fields() { return std::tie(hue, tag, bits, value); }
+};
 struct sample_raw {
   std::int32_t x = 0;
   std::int32_t y = 0;
@@ -124,6 +131,7 @@ void register_types() {
     net::add_type<padded>("safety.padded");
     net::add_type<flagged>("safety.flagged");
     net::add_type<outer>("safety.outer");
+    net::add_type<reading>("safety.reading");
     net::add_type<color>("safety.color");
     net::add_type<parity>("safety.parity");
     net::add_type<packed3>("safety.packed3");
@@ -274,6 +282,34 @@ TEST(net_wire_safety, a_bool_byte_other_than_0_or_1_is_refused_naming_the_type) 
   EXPECT_TRUE(read_all<toggle>(t).on);
   t[0] = 2;
   EXPECT_NE(refusal<toggle>(t).find("safety.toggle: bool holds 2"), std::string::npos) << refusal<toggle>(t);
+}
+
+TEST(net_wire_safety, a_struct_of_fixed_size_fields_is_read_with_every_check) {
+  register_types();
+  const reading in{color::blue, {-5, true}, {true, false, true}, 2.5};
+  const std::string buf = bytes_of(in);
+  ASSERT_EQ(buf.size(), 1 + (4 + 1) + 3 + 8U);  // the fields, no padding
+  const auto back = read_all<reading>(buf);
+  EXPECT_EQ(back.hue, color::blue);
+  EXPECT_EQ(back.tag.id, -5);
+  EXPECT_TRUE(back.tag.on);
+  EXPECT_TRUE(back.bits[0] && !back.bits[1] && back.bits[2]);
+  EXPECT_EQ(back.value, 2.5);
+  const auto refused = [&](std::size_t at, char byte) {
+    std::string bad = buf;
+    bad[at] = byte;
+    return refusal<reading>(bad);
+  };
+  EXPECT_NE(refused(0, 9).find("safety.color holds 9"), std::string::npos) << refused(0, 9);
+  EXPECT_NE(refused(5, 2).find("}: safety.flagged{i32,bool}: bool holds 2"), std::string::npos) << refused(5, 2);
+  EXPECT_NE(refused(7, 3).find("bool holds 3"), std::string::npos) << refused(7, 3);
+  const auto cut = refusal<reading>(buf.substr(0, buf.size() - 1));
+  EXPECT_NE(cut.find("safety.reading{"), std::string::npos) << cut;
+  EXPECT_NE(cut.find("needs 17 bytes"), std::string::npos) << cut;
+  // In a vector, each element the same way.
+  const auto many = read_all<std::vector<reading>>(bytes_of(std::vector<reading>{in, in}));
+  ASSERT_EQ(many.size(), 2U);
+  EXPECT_EQ(many[1].tag.id, -5);
 }
 
 TEST(net_wire_safety, an_enum_out_of_its_declared_values_is_refused) {

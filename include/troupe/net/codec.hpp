@@ -221,6 +221,12 @@ bool enum_value_ok(E v) noexcept {
 /// Elements whose bytes may be copied as one block: every byte pattern is a
 /// value (arithmetic but bool, an enum without declared values), or the type
 /// opted in (raw_bytes).
+/// A bool read from the wire: its byte, which must be 0 or 1.
+inline bool checked_bool(std::uint8_t b) {
+  if (b > 1) throw decode_error("bool holds " + std::to_string(b) + " (a bool is 0 or 1)");
+  return b != 0;
+}
+
 template <class E>
 inline constexpr bool bulk_element =
     (std::is_arithmetic_v<E> && !std::is_same_v<E, bool>) || (std::is_enum_v<E> && !checked_enum<E>) || raw_type<E>;
@@ -260,8 +266,7 @@ void CEREAL_LOAD_FUNCTION_NAME(cereal_reader& ar, T& t) {
   if constexpr (std::is_same_v<T, bool>) {  // one byte, 0 or 1, as codec<bool> reads it
     std::uint8_t b = 0;
     ar.load_bytes(&b, 1);
-    if (b > 1) throw decode_error("bool holds " + std::to_string(b) + " (a bool is 0 or 1)");
-    t = b != 0;
+    t = checked_bool(b);
   } else {
     ar.load_bytes(std::addressof(t), sizeof(t));
   }
@@ -406,6 +411,109 @@ inline constexpr bool maybe_copied_whole = bulk_element<E> || packable<E>();
 
 }  // namespace detail
 
+template <class T>
+struct codec;
+
+namespace detail {
+
+inline constexpr std::size_t not_fixed = static_cast<std::size_t>(-1);
+
+/// How many bytes every value of T takes on the wire, when that is always
+/// the same: numbers, enums, atoms, raw_bytes types, and fixed arrays and
+/// fields types made only of those; not_fixed otherwise (strings, vectors,
+/// handles, cereal types, a codec of the user's own).
+template <class T>
+constexpr std::size_t fixed_wire_size() {
+  if constexpr (requires { codec<T>::primary; }) {  // not a codec of the user's own
+    if constexpr (fixed_array<T>::value) {
+      constexpr auto e = fixed_wire_size<typename fixed_array<T>::element>();
+      return e == not_fixed ? not_fixed : e * fixed_array<T>::size;
+    } else if constexpr (std::is_empty_v<T>) {
+      return 0;
+    } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T> || raw_type<T>) {
+      return sizeof(T);
+    } else if constexpr (fields_type<T>) {
+      return []<class... Fs>(std::tuple<Fs...>*) {
+        constexpr std::size_t sizes[] = {fixed_wire_size<Fs>()..., 0};
+        std::size_t n = 0;
+        for (auto s : sizes) {
+          if (s == not_fixed) return not_fixed;
+          n += s;
+        }
+        return n;
+      }(static_cast<field_types<T>*>(nullptr));
+    }
+  }
+  return not_fixed;
+}
+
+/// Stores v (fixed_wire_size) at p, as codec<T>::write would, and moves p past it.
+template <class T>
+void write_fixed(char*& p, const T& v) {
+  if constexpr (std::is_empty_v<T> && !fixed_array<T>::value) {
+  } else if constexpr (fixed_array<T>::value) {
+    using E = typename fixed_array<T>::element;
+    if constexpr (bulk_element<E>) {
+      std::memcpy(p, std::data(v), fixed_array<T>::size * sizeof(E));
+      p += fixed_array<T>::size * sizeof(E);
+    } else {
+      for (const auto& e : v) write_fixed(p, e);
+    }
+  } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T> || raw_type<T>) {
+    std::memcpy(p, &v, sizeof(T));
+    p += sizeof(T);
+  } else {
+    if constexpr (packable<T>()) {
+      if (packed<T>()) {
+        std::memcpy(p, &v, sizeof(T));
+        p += sizeof(T);
+        return;
+      }
+    }
+    std::apply([&](const auto&... f) { (write_fixed(p, f), ...); },
+               const_cast<T&>(v).fields());  // NOLINT(cppcoreguidelines-pro-type-const-cast): only read
+  }
+}
+
+/// Loads v (fixed_wire_size) from p, whose bytes were checked to be there,
+/// as codec<T>::read would (the same checks, the same errors), and moves p
+/// past it.
+template <class T>
+void read_fixed(const char*& p, T& v) {
+  if constexpr (std::is_empty_v<T> && !fixed_array<T>::value) {
+  } else if constexpr (fixed_array<T>::value) {
+    using E = typename fixed_array<T>::element;
+    if constexpr (bulk_element<E>) {
+      std::memcpy(std::data(v), p, fixed_array<T>::size * sizeof(E));
+      p += fixed_array<T>::size * sizeof(E);
+    } else {
+      for (auto& e : v) read_fixed(p, e);
+    }
+  } else if constexpr (std::is_same_v<T, bool>) {
+    v = checked_bool(static_cast<std::uint8_t>(*p++));
+  } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T> || raw_type<T>) {
+    std::memcpy(&v, p, sizeof(T));
+    p += sizeof(T);
+    if constexpr (checked_enum<T>)
+      if (!enum_value_ok(v)) codec<T>::bad_enum(v);
+  } else {
+    if constexpr (packable<T>()) {
+      if (packed<T>()) {
+        std::memcpy(&v, p, sizeof(T));
+        p += sizeof(T);
+        return;
+      }
+    }
+    try {
+      std::apply([&](auto&... f) { (read_fixed(p, f), ...); }, v.fields());
+    } catch (const decode_error& e) {
+      throw decode_error(codec<T>::label() + ": " + e.what());
+    }
+  }
+}
+
+}  // namespace detail
+
 /// How one value type is named, written and read.
 template <class T>
 struct codec {
@@ -467,6 +575,12 @@ struct codec {
     }
   }
 
+  /// For an enum with declared values (enum_values) read as `v`, none of them.
+  [[noreturn]] static void bad_enum(T v) {
+    throw decode_error(label() + " holds " + std::to_string(static_cast<std::underlying_type_t<T>>(v) + 0) +
+                       ", not one of its values (troupe::net::enum_values)");
+  }
+
   static void write(writer& w, const T& v) {
     if constexpr (std::is_same_v<T, std::string>) {
       w.raw(static_cast<std::uint32_t>(v.size()));
@@ -523,6 +637,15 @@ struct codec {
     } else if constexpr (detail::fields_type<T>) {
       if constexpr (detail::packable<T>()) {
         if (detail::packed<T>()) return w.raw(v);  // the same bytes as field by field
+      }
+      if constexpr (constexpr auto n = detail::fixed_wire_size<T>(); n != detail::not_fixed) {
+        // Fields of fixed sizes: the buffer grows once, then each is stored.
+        auto& out = w.buffer();
+        const std::size_t at = out.size();
+        out.resize(at + n);
+        char* p = out.data() + at;
+        detail::write_fixed(p, v);
+        return;
       }
       // fields() hands out references; writing only reads them.
       std::apply([&](auto&... f) { (codec<std::remove_cvref_t<decltype(f)>>::write(w, f), ...); },
@@ -614,17 +737,13 @@ struct codec {
         for (auto& e : v) codec<E>::read(r, e);
     } else if constexpr (std::is_empty_v<T>) {
     } else if constexpr (std::is_same_v<T, bool>) {
-      auto b = r.raw<std::uint8_t>("bool");
-      if (b > 1) throw decode_error("bool holds " + std::to_string(b) + " (a bool is 0 or 1)");
-      v = b != 0;
+      v = detail::checked_bool(r.raw<std::uint8_t>("bool"));
     } else if constexpr (std::is_arithmetic_v<T> || detail::raw_type<T>) {
       v = r.raw<T>(arithmetic_name());
     } else if constexpr (std::is_enum_v<T>) {
       v = r.raw<T>(arithmetic_name());
       if constexpr (detail::checked_enum<T>)
-        if (!detail::enum_value_ok(v))
-          throw decode_error(label() + " holds " + std::to_string(static_cast<std::underlying_type_t<T>>(v) + 0) +
-                             ", not one of its values (troupe::net::enum_values)");
+        if (!detail::enum_value_ok(v)) bad_enum(v);
     } else if constexpr (detail::fields_type<T>) {
       if constexpr (detail::packable<T>()) {
         if (detail::packed<T>()) {
@@ -633,6 +752,13 @@ struct codec {
         }
       }
       try {
+        if constexpr (constexpr auto n = detail::fixed_wire_size<T>(); n != detail::not_fixed) {
+          // Fields of fixed sizes: one bounds check for all, then each is
+          // loaded (and checked where it has to be: bool, enum_values).
+          const char* p = r.take(n, "value");
+          std::apply([&](auto&... f) { (detail::read_fixed(p, f), ...); }, v.fields());
+          return;
+        }
         std::apply([&](auto&... f) { (codec<std::remove_cvref_t<decltype(f)>>::read(r, f), ...); }, v.fields());
       } catch (const decode_error& e) {
         throw decode_error(label() + ": " + e.what());  // the path to a bad field: "order: line: bool holds 2"
