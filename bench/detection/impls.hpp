@@ -29,11 +29,21 @@
 //
 // The link: where the machine lets a root process make network namespaces
 // (tests/net_namespaces.hpp), both processes run in their own namespace and
-// talk over a veth pair, with `tc qdisc ... netem delay J J` (J =
-// jitter_ms, 10) on both ends where the kernel has sch_netem; otherwise
-// over loopback without jitter, and the cut variants are skipped (with the
-// reason). Every run reports what it had as extras: veth (1 or 0) and
-// netem_jitter_ms (J, or 0 when netem was not there).
+// talk over a veth pair; otherwise over loopback, and the cut variants are
+// skipped (with the reason). Jitter, J = jitter_ms (10): `tc qdisc ...
+// netem delay J J` on both ends of the veth pair where the kernel has
+// sch_netem; where it has not (or there is no veth pair), the client dials
+// a relay in its own process (tests/jitter_relay.hpp: a TCP relay on the
+// client's loopback that holds every chunk it forwards J ms +- J ms, each
+// way, keeping the bytes' order; started after the forks, as it has a
+// thread) which connects to the server. The relay talks to the server over
+// the veth pair, so a cut still cuts the client off; the session and the
+// monitored proxy are the client's connection to the relay's address (the
+// server's handshake names its own endpoint, which the client does not
+// dial). The relay loses nothing (netem's loss has no counterpart over
+// TCP) and runs on the loaded machine, like the nodes. Every run reports
+// what it had as extras: veth (1 or 0), netem_jitter_ms (J, or 0) and
+// relay_jitter_ms (J when the relay was used, else 0).
 //
 // params:
 //   fault      0 kill, 1 stop, 2 cut, 3 none (the false-alarm variants)
@@ -41,7 +51,7 @@
 //   warmup_ms  idle time before the fault (8 heartbeat intervals)
 //   hogs       CPU hog processes (false-alarm variants: 2)
 //   seconds    how long requests go on (false-alarm variants: 20, --full 60)
-//   jitter_ms  netem jitter asked for (10)
+//   jitter_ms  jitter asked for, netem's or the relay's (10; 0: none)
 #pragma once
 
 #include <chrono>

@@ -1,8 +1,9 @@
 // detection, troupe::net: see impls.hpp. The client is the harness's child:
 // it makes the namespaces, forks the CPU hogs and the server process before
 // it starts any thread (fork copies only the calling thread), then enters
-// its own namespace and starts its actor system and node. Both processes: 1
-// worker, plus the node's I/O thread and ZeroMQ's.
+// its own namespace and starts the jitter relay (where netem is missing),
+// its actor system and node. Both processes: 1 worker, plus the node's I/O
+// thread and ZeroMQ's; the client also the relay's thread.
 #include "impls.hpp"
 
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -27,6 +30,7 @@
 
 #include "common/peer_process.hpp"
 #include "common/troupe_net_support.hpp"
+#include "jitter_relay.hpp"
 #include "net_namespaces.hpp"
 
 namespace {
@@ -60,14 +64,17 @@ troupe::net::node_config node_config(bool lan, const char* name) {
 }
 
 /// Where the two processes talk (impls.hpp, "The link"): across a veth pair
-/// between two network namespaces, with netem jitter where there is netem,
-/// or over loopback.
+/// between two network namespaces, or over loopback; with netem jitter
+/// where there is netem, or else through a relay in the client process
+/// (jitter_relay.hpp) that delays every chunk the same way.
 struct route {
   std::optional<net_proc::namespaces> ns;
-  int jitter_ms = 0;
+  int jitter_ms = 0;        // netem's, on both ends of the veth pair
+  int relay_jitter_ms = 0;  // the relay's, each way (client_endpoint), where netem gave none
+  std::optional<net_proc::jitter_relay> relay;
   std::string why_no_veth;
 
-  explicit route(int want_jitter_ms) {
+  explicit route(int want_jitter_ms) : relay_jitter_ms{std::max(want_jitter_ms, 0)} {
     ns.emplace();
     if (!ns->ok) {
       why_no_veth = ns->why;
@@ -80,17 +87,33 @@ struct route {
       return net_proc::run_quiet("tc -n " + space + " qdisc add dev " + dev + " root netem delay " + delay + " " +
                                  delay);
     };
-    if (!netem(ns->a, ns->veth_a)) return;  // no sch_netem here: no jitter (reported as 0)
+    if (!netem(ns->a, ns->veth_a)) return;  // no sch_netem here: the relay's jitter instead
     if (!netem(ns->b, ns->veth_b)) {
       net_proc::run_quiet("tc -n " + ns->a + " qdisc del dev " + ns->veth_a + " root");
       return;
     }
     jitter_ms = want_jitter_ms;
+    relay_jitter_ms = 0;
   }
 
   bool veth() const { return ns.has_value(); }
   std::string server_host() const { return veth() ? net_proc::namespaces::address_a : "127.0.0.1"; }
   std::string server_namespace() const { return veth() ? ns->a : std::string{}; }
+
+  /// In the client process, in its namespace, after the forks (the relay
+  /// has a thread): where netem gave no jitter, a relay on loopback to the
+  /// server's `port`, J ms +- J ms each way. The link between the
+  /// namespaces lies between the relay and the server, so a cut still cuts
+  /// the client off. Returns the endpoint the client dials.
+  std::string client_endpoint(int port) {
+    if (relay_jitter_ms > 0) {
+      const std::chrono::milliseconds j{relay_jitter_ms};
+      relay.emplace(net_proc::jitter_relay::settings{
+          .target_host = server_host(), .target_port = port, .delay = j, .jitter = j, .seed = std::random_device{}()});
+      return "tcp://127.0.0.1:" + std::to_string(relay->port());
+    }
+    return "tcp://" + server_host() + ":" + std::to_string(port);
+  }
 };
 
 /// Busy-looping processes, each bounded by `until` and by its parent's life
@@ -307,7 +330,7 @@ bench::sample bench::run_troupe(const params& p) {
   const auto f = static_cast<fault>(p.get("fault"));
   const bool lan = p.get("lan") != 0;
   const auto deadline = peer::deadline_from_now(detection::time_limit(p));
-  const route l{static_cast<int>(p.get("jitter_ms"))};
+  route l{static_cast<int>(p.get("jitter_ms"))};
   if (f == fault::cut && !l.veth()) throw not_available("a cut link needs two network namespaces: " + l.why_no_veth);
   const cpu_hogs hogs{p.get_or("hogs", 0), deadline};
   const std::string netns = l.server_namespace();
@@ -315,17 +338,18 @@ bench::sample bench::run_troupe(const params& p) {
   peer::server_process server{
       [deadline, netns, host, lan](const peer::reporter& report) { serve(report, deadline, netns, host, lan); }};
   const int port = server.ports(deadline).at(0);
-  if (l.veth()) net_proc::namespaces::enter(l.ns->b);  // before any thread: they all talk from there
+  if (l.veth()) net_proc::namespaces::enter(l.ns->b);                    // before any thread: they all talk from there
+  const troupe::net::remote_address where{l.client_endpoint(port), {}};  // the relay's thread, if any, starts here
 
   register_types();
   const auto cfg = node_config(lan, "detection-client");
   troupe::actor_system sys{troupe::config{.workers = 1}};
   troupe::net::node node{sys, cfg};
-  const troupe::net::remote_address where{"tcp://" + host + ":" + std::to_string(port), {}};
   const auto echo = node.remote_actor(where, "echo", 10s);
   sample s = f == fault::none ? count_false_alarms(p, sys, node, echo, where, server, cfg, deadline)
                               : time_detection(p, sys, echo, server, l, cfg, deadline);
   s.add("veth", l.veth() ? 1 : 0, "bool");
   s.add("netem_jitter_ms", l.jitter_ms, "ms");
+  s.add("relay_jitter_ms", l.relay_jitter_ms, "ms");
   return s;
 }
