@@ -78,8 +78,12 @@ namespace troupe::stream {
 template <class Out>
 class emitter {
  public:
-  void send_next(Out&& v) { out_->send(std::move(v)); }
-  void send_next(const Out& v) { out_->send(Out{v}); }
+  // Always inline, as emit_target::send is: out of line, GCC's choice
+  // once send grew (the items-out count of the metrics' consistent cut),
+  // send_next cost 10 more instructions per element in a chain (pipeline3
+  // as one chain: 55.4 -> 65.4).
+  [[gnu::always_inline]] void send_next(Out&& v) { out_->send(std::move(v)); }
+  [[gnu::always_inline]] void send_next(const Out& v) { out_->send(Out{v}); }
   [[nodiscard]] bool send_next_if(Out&& v, std::size_t limit) { return out_->send_if(v, limit); }
   [[nodiscard]] bool send_next_if(Out& v, std::size_t limit) { return out_->send_if(v, limit); }
   /// A copy to every replica of the next stage (of every branch), whatever
