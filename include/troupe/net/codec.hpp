@@ -218,15 +218,15 @@ bool enum_value_ok(E v) noexcept {
   }
 }
 
-/// Elements whose bytes may be copied as one block: every byte pattern is a
-/// value (arithmetic but bool, an enum without declared values), or the type
-/// opted in (raw_bytes).
 /// A bool read from the wire: its byte, which must be 0 or 1.
 inline bool checked_bool(std::uint8_t b) {
   if (b > 1) throw decode_error("bool holds " + std::to_string(b) + " (a bool is 0 or 1)");
   return b != 0;
 }
 
+/// Elements whose bytes may be copied as one block: every byte pattern is a
+/// value (arithmetic but bool, an enum without declared values), or the type
+/// opted in (raw_bytes).
 template <class E>
 inline constexpr bool bulk_element =
     (std::is_arithmetic_v<E> && !std::is_same_v<E, bool>) || (std::is_enum_v<E> && !checked_enum<E>) || raw_type<E>;
@@ -447,28 +447,31 @@ constexpr std::size_t fixed_wire_size() {
   return not_fixed;
 }
 
+/// Stores n bytes at p, and moves p past them.
+inline void put_bytes(char*& p, const void* from, std::size_t n) noexcept {
+  std::memcpy(p, from, n);
+  p += n;
+}
+/// Loads n bytes from p, and moves p past them.
+inline void take_bytes(const char*& p, void* to, std::size_t n) noexcept {
+  std::memcpy(to, p, n);
+  p += n;
+}
+
 /// Stores v (fixed_wire_size) at p, as codec<T>::write would, and moves p past it.
 template <class T>
 void write_fixed(char*& p, const T& v) {
-  if constexpr (std::is_empty_v<T> && !fixed_array<T>::value) {
-  } else if constexpr (fixed_array<T>::value) {
+  if constexpr (fixed_array<T>::value) {
     using E = typename fixed_array<T>::element;
-    if constexpr (bulk_element<E>) {
-      std::memcpy(p, std::data(v), fixed_array<T>::size * sizeof(E));
-      p += fixed_array<T>::size * sizeof(E);
-    } else {
+    if constexpr (bulk_element<E>) put_bytes(p, std::data(v), fixed_array<T>::size * sizeof(E));
+    else
       for (const auto& e : v) write_fixed(p, e);
-    }
+  } else if constexpr (std::is_empty_v<T>) {
   } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T> || raw_type<T>) {
-    std::memcpy(p, &v, sizeof(T));
-    p += sizeof(T);
+    put_bytes(p, &v, sizeof(T));
   } else {
     if constexpr (packable<T>()) {
-      if (packed<T>()) {
-        std::memcpy(p, &v, sizeof(T));
-        p += sizeof(T);
-        return;
-      }
+      if (packed<T>()) return put_bytes(p, &v, sizeof(T));
     }
     std::apply([&](const auto&... f) { (write_fixed(p, f), ...); },
                const_cast<T&>(v).fields());  // NOLINT(cppcoreguidelines-pro-type-const-cast): only read
@@ -480,29 +483,21 @@ void write_fixed(char*& p, const T& v) {
 /// past it.
 template <class T>
 void read_fixed(const char*& p, T& v) {
-  if constexpr (std::is_empty_v<T> && !fixed_array<T>::value) {
-  } else if constexpr (fixed_array<T>::value) {
+  if constexpr (fixed_array<T>::value) {
     using E = typename fixed_array<T>::element;
-    if constexpr (bulk_element<E>) {
-      std::memcpy(std::data(v), p, fixed_array<T>::size * sizeof(E));
-      p += fixed_array<T>::size * sizeof(E);
-    } else {
+    if constexpr (bulk_element<E>) take_bytes(p, std::data(v), fixed_array<T>::size * sizeof(E));
+    else
       for (auto& e : v) read_fixed(p, e);
-    }
+  } else if constexpr (std::is_empty_v<T>) {
   } else if constexpr (std::is_same_v<T, bool>) {
     v = checked_bool(static_cast<std::uint8_t>(*p++));
   } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T> || raw_type<T>) {
-    std::memcpy(&v, p, sizeof(T));
-    p += sizeof(T);
+    take_bytes(p, &v, sizeof(T));
     if constexpr (checked_enum<T>)
       if (!enum_value_ok(v)) codec<T>::bad_enum(v);
   } else {
     if constexpr (packable<T>()) {
-      if (packed<T>()) {
-        std::memcpy(&v, p, sizeof(T));
-        p += sizeof(T);
-        return;
-      }
+      if (packed<T>()) return take_bytes(p, &v, sizeof(T));
     }
     try {
       std::apply([&](auto&... f) { (read_fixed(p, f), ...); }, v.fields());
