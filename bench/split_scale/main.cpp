@@ -21,8 +21,6 @@
 // Figure: tuples/s. Extras: peak RSS of every rank (rss_rank<r>_mib) and the
 // largest (rss_max_mib), in MiB (VmHWM, read by each process at its end).
 // Check: the counts are exact; every server process exits cleanly.
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +39,7 @@
 
 #include <troupe/net/split.hpp>
 
+#include "child_process.hpp"
 #include "common/harness.hpp"
 #include "common/peer_process.hpp"
 
@@ -109,19 +108,6 @@ double peak_rss_mib() {
   return 0;
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("no free port on 127.0.0.1");
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 net::node_config plain(std::size_t rank) {
   net::node_config c;
   c.security = net::security::plaintext;
@@ -149,7 +135,7 @@ bench::sample run_split(const bench::params& p) {
   const auto tuples = p.get("tuples"), keys = p.get("keys");
   const auto ranks = static_cast<std::size_t>(p.get("ranks"));
   const auto deadline = bench::peer::deadline_from_now(std::chrono::seconds{110});
-  const std::string rank0 = "tcp://127.0.0.1:" + std::to_string(free_port());
+  const std::string rank0 = "tcp://127.0.0.1:" + std::to_string(child_process::free_ports(1).at(0));
   const std::string rss_file = "/tmp/troupe_split_scale_" + std::to_string(::getpid()) + "_rank";
   // The servers first: fork() before this process starts a thread.
   std::vector<std::unique_ptr<bench::peer::server_process>> servers;
