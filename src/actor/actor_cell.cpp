@@ -9,6 +9,7 @@
 #include "troupe/actor/group.hpp"
 #include "troupe/actor/local_actor.hpp"
 #include "troupe/actor/system_messages.hpp"
+#include "troupe/detail/tuning.hpp"
 #include "troupe/util/cache.hpp"
 
 namespace troupe {
@@ -137,6 +138,10 @@ void actor_cell::last_release(std::uint64_t word) noexcept {
 }
 
 bool actor_cell::enqueue(detail::message_node* n, priority p) noexcept {
+  // A chain waiting on this thread was sent before `n`: it goes first (a
+  // tail call, so that the common path saves no registers).
+  if (detail::tls_send_group.dest != nullptr) [[unlikely]]
+    return enqueue_after_group(n, p);
   auto prev = word_.fetch_add(mail_one, std::memory_order_acq_rel);
   TROUPE_ASSERT((prev & mail_mask) != mail_mask, "M2: a mailbox holds 2^31 messages");
   if ((prev & closed_bit) != 0) [[unlikely]] {
@@ -148,6 +153,55 @@ bool actor_cell::enqueue(detail::message_node* n, priority p) noexcept {
   return true;
 }
 
+namespace detail {
+thread_local constinit send_group tls_send_group{};
+
+void flush_send_group() noexcept {
+  auto& g = tls_send_group;
+  auto* dest = std::exchange(g.dest, nullptr);
+  if (dest == nullptr) return;
+  if (g.owed != 0) g.owner->add_refs(std::exchange(g.owed, 0));
+  dest->enqueue_chain(g.first, g.last, std::exchange(g.count, 0));
+  dest->release();
+}
+
+void start_send_group(actor_cell* owner, actor_cell* dest, message_node* n) noexcept {
+  auto& g = tls_send_group;
+  flush_send_group();
+  dest->add_ref();
+  g.dest = dest;
+  g.first = n;
+  g.last = n;
+  g.count = 1;
+  g.owner = owner;
+  g.owed = 1;
+}
+}  // namespace detail
+
+void actor_cell::enqueue_chain(detail::message_node* first, detail::message_node* last, std::uint32_t count) noexcept {
+  const auto prev = word_.fetch_add(count * mail_one, std::memory_order_acq_rel);
+  TROUPE_ASSERT(((prev & mail_mask) >> 32) + count < (mail_mask >> 32), "M2: a mailbox holds 2^31 messages");
+  if ((prev & closed_bit) != 0) [[unlikely]] {
+    word_.fetch_sub(count * mail_one, std::memory_order_acq_rel);
+    error gone{errc::actor_exited, "the receiver has ended"};
+    for (auto* n = first;;) {
+      auto* next = static_cast<detail::message_node*>(n->next.load(std::memory_order_relaxed));
+      const bool end = n == last;
+      dead_letter(n, gone);
+      if (end) break;
+      n = next;
+    }
+    return;
+  }
+  mpsc_push_chain(normal_in_, first, last);
+  if ((prev & mail_mask) == 0) wake();
+}
+
+bool actor_cell::enqueue_after_group(detail::message_node* n, priority p) noexcept {
+  detail::flush_send_group();
+  return enqueue(n, p);
+}
+
 // Out of line (the error and its string would make every enqueue save
 // registers: ping_pong, 13 instructions per message).
 void actor_cell::bounce(detail::message_node* n) noexcept {
@@ -157,6 +211,7 @@ void actor_cell::bounce(detail::message_node* n) noexcept {
 }
 
 bool actor_cell::enqueue_if(detail::message_node* n, std::size_t limit) noexcept {
+  detail::flush_send_group();  // what this thread sent before goes first
   auto w = word_.load(std::memory_order_acquire);
   do {
     if ((w & closed_bit) != 0) {

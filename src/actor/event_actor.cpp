@@ -199,10 +199,15 @@ detail::resume_result event_actor::run(std::size_t throughput) {
   }
   std::size_t handled = 0;
   // Counted for metrics when the activation ends, whichever way it does.
+  // Also closes the activation's send group.
   struct count_handled {
     const std::size_t& n;
-    ~count_handled() { detail::handled_unpublished += n; }
+    ~count_handled() {
+      detail::handled_unpublished += n;
+      detail::close_send_group();
+    }
   } counted{handled};
+  detail::open_send_group();
   std::size_t budget = throughput;
   unsigned spins = 0;
   for (;;) {
@@ -346,6 +351,7 @@ bool event_actor::wait_for_receiver() noexcept {
   // behavior changes or a pending request ends (a response, a timeout: both
   // handled here before the behavior): only then is it asked again.
   const bool runtime_message = n->is_response() || n->vt->system;
+  detail::send_group_before_handler();
   try {
     if (n->is_response()) handle_response(*n);
     else if (n->vt->system) handle_system(*n);
@@ -361,6 +367,7 @@ bool event_actor::wait_for_receiver() noexcept {
       deliver(n->sender, detail::make_message(handle(), detail::response_bit | n->id, err));
     quit_.emplace(std::move(err));
   }
+  detail::send_group_after_handler();
   current_ = nullptr;
   // Skip, await, become inside a handler and replays all create kept_: one
   // test here is all the fast path pays for them.

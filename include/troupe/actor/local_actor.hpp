@@ -56,7 +56,16 @@ class local_actor : public actor_cell {
       enqueue(n);
       return;
     }
+    // In a handler, a second message in a row to one receiver starts a chain
+    // (detail::send_group). Tested in this order, a send that does not
+    // chain pays two compares and a store.
+    auto& g = detail::tls_send_group;
+    if ((g.dest == dest.get() || g.prev == dest.get()) && g.open && dest) [[unlikely]] {
+      send_chained(dest, std::forward<Ts>(xs)...);
+      return;
+    }
     deliver(dest, detail::make_message(handle(), 0, std::forward<Ts>(xs)...));
+    g.prev = dest.get();
     note_load(dest);
   }
   /// Send to a typed actor: only messages of its interface compile.
@@ -161,6 +170,26 @@ class local_actor : public actor_cell {
       overloaded_ = dest;
     }
   }
+  /// send() into the send group's chain; the message's sender reference is
+  /// taken with the others' when the chain goes.
+  template <class... Ts>
+  [[gnu::noinline]] void send_chained(const actor& dest, Ts&&... xs) {
+    auto* n = detail::make_message(actor{}, 0, std::forward<Ts>(xs)...);
+    n->sender = actor{this, false};  // owed: taken when the chain goes
+    auto& g = detail::tls_send_group;
+    // (A chain left by an outer actor's handler, when a worker runs another
+    // actor within it, has another owner: it goes first.)
+    if (g.dest == dest.get() && g.owner == this) {
+      g.last->next.store(n, std::memory_order_relaxed);
+      g.last = n;
+      ++g.owed;
+      if (++g.count == detail::tuning::send_group_max) detail::flush_send_group();
+      return;
+    }
+    detail::start_send_group(this, dest.get(), n);
+    note_load(dest);
+  }
+
   bool yield_ = false;
   bool hold_ = false;
   actor overloaded_;  // the receiver that made us yield

@@ -5,8 +5,9 @@
 // The mailbox is two intrusive lock-free MPSC queues (urgent, normal) and one
 // 64-bit word that packs: bits 0-31 the handle count, bits 32-62 the number of
 // messages not yet consumed, bit 63 "closed" (the actor has ended). Senders do
-// one fetch_add on the word and one exchange on a queue; the sender that finds
-// the mailbox empty schedules the actor. The same word says when the actor can
+// one fetch_add on the word and one exchange on a queue (a handler's chain of
+// messages to one receiver, one of each for the whole chain: send_group); the
+// sender that finds the mailbox empty schedules the actor. The same word says when the actor can
 // be freed (no handle, no message) and how long its mailbox is (send_if).
 // Users never touch this class directly; they use actor handles and the
 // event_actor / blocking_actor APIs.
@@ -33,10 +34,52 @@
 #include "troupe/detail/assert.hpp"
 #include "troupe/detail/mpsc_queue.hpp"
 #include "troupe/detail/resumable.hpp"
+#include "troupe/detail/tuning.hpp"
 
 namespace troupe {
 
 class actor_system;
+class actor_cell;
+
+namespace detail {
+/// Sends grouped per receiver, one group per thread. While an event actor's
+/// handler runs (the group is open), a send to the receiver of its previous
+/// send starts a chain: that message and the following ones to the same
+/// receiver are linked together and enqueued in one step (one count update,
+/// one queue exchange, one reference update for their sender) when the
+/// handler sends elsewhere, when tuning::send_group_max wait, or when it
+/// returns. A handler that sends one message, or each to another receiver,
+/// sends as before. Any other enqueue on the thread enqueues the waiting
+/// chain first, so messages keep the order in which they were sent.
+struct send_group {
+  actor_cell* dest;  // the chain's receiver (a reference is held), or nullptr
+  actor_cell* prev;  // the receiver of the handler's last send (compared only)
+  message_node* first;
+  message_node* last;
+  std::uint32_t count;
+  /// References to `owner` (the actor whose handler runs) that messages of
+  /// the chain hold as their sender and that are not taken yet.
+  std::uint32_t owed;
+  actor_cell* owner;
+  bool open;
+};
+extern thread_local constinit send_group tls_send_group;
+/// Enqueues the waiting chain, if any.
+[[gnu::noinline]] void flush_send_group() noexcept;
+/// Starts a chain to `dest` with `n`, whose sender `owner` borrows
+/// (enqueueing a chain that waits for another receiver first).
+[[gnu::noinline]] void start_send_group(actor_cell* owner, actor_cell* dest, message_node* n) noexcept;
+/// An event actor's activation opens the group and closes it when it ends;
+/// around each handler call it forgets the last receiver and enqueues what
+/// waits (so nested calls start empty and a chain never outlives its call).
+inline void open_send_group() noexcept { tls_send_group.open = true; }
+inline void close_send_group() noexcept { tls_send_group.open = false; }
+inline void send_group_before_handler() noexcept { tls_send_group.prev = nullptr; }
+inline void send_group_after_handler() noexcept {
+  if (tls_send_group.dest != nullptr) [[unlikely]]
+    flush_send_group();
+}
+}  // namespace detail
 
 enum class priority : std::uint8_t { normal, urgent };
 
@@ -71,6 +114,11 @@ class actor_cell : public detail::resumable {
   bool enqueue(detail::message_node* n, priority p = priority::normal) noexcept;
   /// A message that arrived after the close (enqueue's cold path).
   [[gnu::noinline]] void bounce(detail::message_node* n) noexcept;
+  /// enqueue() with a send group's chain waiting on this thread.
+  [[gnu::noinline]] bool enqueue_after_group(detail::message_node* n, priority p) noexcept;
+  /// Enqueues `count` normal messages linked first..last as one step; the
+  /// caller holds a reference.
+  void enqueue_chain(detail::message_node* first, detail::message_node* last, std::uint32_t count) noexcept;
 
   /// Like enqueue, but only if fewer than `limit` messages are queued; the
   /// check and the insertion are one atomic step. On false `n` is destroyed.
@@ -78,6 +126,7 @@ class actor_cell : public detail::resumable {
 
   // --- reference counting (see actor.hpp) ---
   void add_ref() noexcept { word_.fetch_add(ref_one, std::memory_order_relaxed); }
+  void add_refs(std::uint32_t n) noexcept { word_.fetch_add(n * ref_one, std::memory_order_relaxed); }
   void release() noexcept { release_n(1); }
   void release_n(std::uint32_t n) noexcept;
   /// Adds a reference unless the actor has ended or is being freed.

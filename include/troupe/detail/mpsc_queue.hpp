@@ -3,7 +3,8 @@
 // FIFO (D. Vyukov's node-based design).
 // Use it where many threads hand nodes to one consumer (actor mailboxes).
 // Don't use it with several consumers, or where a bound is needed: it has none.
-// Cost: push is one atomic exchange and one store, never a loop, never a lock;
+// Cost: push is one atomic exchange and one store, never a loop, never a lock
+// (a chain of nodes the producer linked itself: the same for all of them);
 // pop is plain loads and stores. A push preempted between its two steps hides
 // the nodes behind it until it resumes: pop() then returns nullptr although the
 // queue is not empty (the caller decides whether to spin or come back later).
@@ -33,12 +34,16 @@ inline void mpsc_init(mpsc_head& h, mpsc_tail& t) noexcept {
   t.tail = &t.stub;
 }
 
-/// Any thread. Never blocks, never fails.
-inline void mpsc_push(mpsc_head& h, mpsc_node* n) noexcept {
-  n->next.store(nullptr, std::memory_order_relaxed);
-  mpsc_node* prev = h.head.exchange(n, std::memory_order_acq_rel);
-  prev->next.store(n, std::memory_order_release);
+/// Any thread: pushes the nodes first..last, already linked through `next`
+/// by the caller, in one step (one exchange for all of them).
+inline void mpsc_push_chain(mpsc_head& h, mpsc_node* first, mpsc_node* last) noexcept {
+  last->next.store(nullptr, std::memory_order_relaxed);
+  mpsc_node* prev = h.head.exchange(last, std::memory_order_acq_rel);
+  prev->next.store(first, std::memory_order_release);
 }
+
+/// Any thread. Never blocks, never fails.
+inline void mpsc_push(mpsc_head& h, mpsc_node* n) noexcept { mpsc_push_chain(h, n, n); }
 
 /// Consumer only. nullptr when empty or when a producer is mid-push.
 inline mpsc_node* mpsc_pop(mpsc_head& h, mpsc_tail& t) noexcept {

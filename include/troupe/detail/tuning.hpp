@@ -49,6 +49,10 @@ inline constexpr std::int64_t worker_deque = 4096;
 /// interleaves a few), and how many references at most before it does.
 inline constexpr int release_slots = 4;
 inline constexpr std::uint32_t release_batch = 1024;
+/// Messages an actor's handler sends to one receiver that go out together
+/// at most (see detail::send_group): more per chain means fewer count
+/// updates on the receiver's line, a longer wait for the first of them.
+inline constexpr std::uint32_t send_group_max = 64;
 /// Activations between two flushes of those references (a worker also
 /// flushes whenever it runs out of work): flushing after every activation
 /// cost ping-pong 56 of its ~496 instructions per message.
