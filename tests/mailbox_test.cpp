@@ -264,3 +264,27 @@ TEST(mailbox, a_chain_to_a_receiver_that_ended_is_dead_letters_and_its_sender_ca
   // or came after: dead letters, all of them.
   EXPECT_EQ(sys.dead_letters() - before, static_cast<std::uint64_t>(total - 10));
 }
+
+TEST(mailbox, a_blocking_actors_handler_sends_in_groups_too_and_they_go_when_it_returns) {
+  // A scoped actor's receive handler sends 100 messages to one receiver (a
+  // chain from the second on); its thread then only waits. The chain must
+  // have gone when the handler returned: the receiver answers once it has
+  // all 100, in order.
+  constexpr int n = 100;
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  troupe::scoped_actor self{sys};
+  auto me = self.handle();
+  auto receiver = sys.spawn([me](event_actor& s) {
+    return behavior{[&s, me, next = 0, bad = 0](int seq) mutable {
+      if (seq != next) ++bad;
+      if (++next == n) s.send(me, report_atom{}, bad);
+    }};
+  });
+  self->send(me, burst_atom{});
+  ASSERT_TRUE(self->receive_for(10s, [&](burst_atom) {
+    for (int k = 0; k < n; ++k) self->send(receiver, k);
+  }));
+  int bad = -1;
+  EXPECT_TRUE(self->receive_for(30s, [&](report_atom, int b) { bad = b; }));
+  EXPECT_EQ(bad, 0);
+}

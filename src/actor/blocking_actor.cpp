@@ -96,7 +96,10 @@ bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> 
     current_ = n;
     struct reset {
       detail::message_node*& c;
-      ~reset() { c = nullptr; }
+      ~reset() {
+        detail::send_group_after_handler();
+        c = nullptr;
+      }
     } r{current_};
     try {
       b.invoke(*this, *n);

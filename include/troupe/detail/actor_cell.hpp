@@ -42,18 +42,18 @@ class actor_system;
 class actor_cell;
 
 namespace detail {
-/// Sends grouped per receiver, one group per thread. While an event actor's
-/// handler runs (the group is open), a send to the receiver of its previous
-/// send starts a chain: that message and the following ones to the same
-/// receiver are linked together and enqueued in one step (one count update,
-/// one queue exchange, one reference update for their sender) when the
-/// handler sends elsewhere, when tuning::send_group_max wait, or when it
-/// returns. A handler that sends one message, or each to another receiver,
-/// sends as before. Any other enqueue on the thread enqueues the waiting
-/// chain first, so messages keep the order in which they were sent.
+/// Sends grouped per receiver, one group per thread. While an actor's
+/// handler runs, a send to the receiver of its previous send starts a chain:
+/// that message and the following ones to the same receiver are linked
+/// together and enqueued in one step (one count update, one queue exchange,
+/// one reference update for their sender) when the handler sends elsewhere,
+/// when tuning::send_group_max wait, or when it returns. A handler that
+/// sends one message, or each to another receiver, sends as before. Any
+/// other enqueue on the thread enqueues the waiting chain first, so messages
+/// keep the order in which they were sent.
 struct send_group {
   actor_cell* dest;  // the chain's receiver (a reference is held), or nullptr
-  actor_cell* prev;  // the receiver of the handler's last send (compared only)
+  actor_cell* prev;  // the receiver of the last send (compared only)
   message_node* first;
   message_node* last;
   std::uint32_t count;
@@ -61,7 +61,6 @@ struct send_group {
   /// the chain hold as their sender and that are not taken yet.
   std::uint32_t owed;
   actor_cell* owner;
-  bool open;
 };
 extern thread_local constinit send_group tls_send_group;
 /// Enqueues the waiting chain, if any.
@@ -69,15 +68,13 @@ extern thread_local constinit send_group tls_send_group;
 /// Starts a chain to `dest` with `n`, whose sender `owner` borrows
 /// (enqueueing a chain that waits for another receiver first).
 [[gnu::noinline]] void start_send_group(actor_cell* owner, actor_cell* dest, message_node* n) noexcept;
-/// An event actor's activation opens the group and closes it when it ends;
-/// around each handler call it forgets the last receiver and enqueues what
-/// waits (so nested calls start empty and a chain never outlives its call).
-inline void open_send_group() noexcept { tls_send_group.open = true; }
-inline void close_send_group() noexcept { tls_send_group.open = false; }
-inline void send_group_before_handler() noexcept { tls_send_group.prev = nullptr; }
+/// After each handler call (event and blocking actors): what waits is
+/// enqueued, and the next handler starts without a previous receiver.
 inline void send_group_after_handler() noexcept {
-  if (tls_send_group.dest != nullptr) [[unlikely]]
+  auto& g = tls_send_group;
+  if (g.dest != nullptr) [[unlikely]]
     flush_send_group();
+  g.prev = nullptr;
 }
 }  // namespace detail
 
