@@ -165,6 +165,7 @@ void detail::system_access::count_handled_off_pool(actor_system& s, std::size_t 
 std::size_t actor_system::worker_count() const noexcept { return impl_->sched.worker_count(); }
 
 void actor_system::schedule(detail::resumable* r) noexcept { impl_->sched.schedule(r); }
+detail::scheduler& detail::system_access::scheduler_of(actor_system& s) noexcept { return s.impl_->sched; }
 void actor_system::schedule_fork(detail::resumable* r) noexcept { impl_->sched.schedule_fork(r); }
 void actor_system::add_timer(std::chrono::steady_clock::time_point when, std::unique_ptr<detail::timer_task> t) {
   impl_->timers.add(when, std::move(t));

@@ -65,7 +65,7 @@ struct event_actor::kept_state {
   bool ready() const noexcept { return awaiting == 0 && !held.empty(); }
 };
 
-event_actor::event_actor() = default;
+event_actor::event_actor() : sched_{&detail::system_access::scheduler_of(system())} {}
 event_actor::~event_actor() = default;
 
 event_actor::kept_state& event_actor::kept() {
@@ -154,7 +154,7 @@ void event_actor::after_handler(detail::message_node* n, bool skipped) {
 
 void event_actor::wake() noexcept {
   if (sem_) sem_->release();
-  else detail::system_access::schedule(system(), this);
+  else sched_->schedule(this);
 }
 
 void event_actor::on_exit() noexcept {

@@ -13,9 +13,7 @@
 
 namespace troupe::detail {
 
-namespace {
-thread_local worker* current_worker = nullptr;
-}  // namespace
+thread_local constinit worker* current_worker = nullptr;
 
 thread_local constinit std::uint64_t handled_unpublished = 0;
 
@@ -111,20 +109,6 @@ void worker::push_local(resumable* r) noexcept {
     tail_.store(t + 1, std::memory_order_release);
   }
   sched_->notify_from_worker();
-}
-
-void worker::put_next(resumable* r) noexcept {
-  // The slot is ours to run right after the current activation: no wake-up
-  // (one per message would keep a parked worker cycling through wake,
-  // search and park on a sequential workload) unless the activation goes on
-  // (announce_next). A displaced actor goes to the deque, which wakes a
-  // parked worker if nobody searches.
-  if (resumable* old = next_.exchange(r, std::memory_order_acq_rel)) {
-    next_unannounced = false;
-    push_lifo(old);
-  } else {
-    next_unannounced = true;
-  }
 }
 
 thread_local constinit bool next_unannounced = false;
@@ -478,16 +462,8 @@ void scheduler::stop() noexcept {
     if (t.joinable()) t.join();
 }
 
-void scheduler::schedule(resumable* r) noexcept {
-  if (worker* w = current_worker; w != nullptr && w->sched_ == this) [[likely]] {
-    w->put_next(r);
-    return;
-  }
-  schedule_outside(r);
-}
-
-// Out of line: the fast path above then saves no registers (ping_pong: 22
-// instructions per message less).
+// Out of line: the fast path (scheduler::schedule, in the header) then
+// saves no registers (ping_pong: 22 instructions per message less).
 void scheduler::schedule_outside(resumable* r) noexcept {
   push_global(r);
   notify_if_needed();

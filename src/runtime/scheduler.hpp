@@ -145,7 +145,8 @@ class scheduler {
   void start();
   void stop() noexcept;
 
-  /// Any thread: makes `r` runnable.
+  /// Any thread: makes `r` runnable (inline: an event actor's wake-up is one
+  /// thread-local test and the slot's exchange, no call).
   void schedule(resumable* r) noexcept;
   [[gnu::noinline]] void schedule_outside(resumable* r) noexcept;  // from a thread that is not one of our workers
   /// Any thread: a forked task; on one of our workers it goes to that
@@ -185,5 +186,30 @@ class scheduler {
   std::mutex idle_mtx_;
   std::vector<worker*> idle_list_;
 };
+
+/// The worker whose thread this is, or nullptr.
+extern thread_local constinit worker* current_worker;
+
+inline void worker::put_next(resumable* r) noexcept {
+  // The slot is ours to run right after the current activation: no wake-up
+  // (one per message would keep a parked worker cycling through wake,
+  // search and park on a sequential workload) unless the activation goes on
+  // (announce_next). A displaced actor goes to the deque, which wakes a
+  // parked worker if nobody searches.
+  if (resumable* old = next_.exchange(r, std::memory_order_acq_rel)) {
+    next_unannounced = false;
+    push_lifo(old);
+  } else {
+    next_unannounced = true;
+  }
+}
+
+inline void scheduler::schedule(resumable* r) noexcept {
+  if (worker* w = current_worker; w != nullptr && w->sched_ == this) [[likely]] {
+    w->put_next(r);
+    return;
+  }
+  schedule_outside(r);
+}
 
 }  // namespace troupe::detail

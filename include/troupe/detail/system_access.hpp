@@ -13,6 +13,8 @@
 
 namespace troupe::detail {
 
+class scheduler;
+
 /// Work the actor system must see finish before it stops its workers (a
 /// running stream graph): registered while it runs; at shutdown, after the
 /// actors have ended, it gets tuning::shutdown_drain_ms to finish on its own,
@@ -27,6 +29,8 @@ class shutdown_client {
 
 struct system_access {
   static void schedule(actor_system& s, resumable* r) noexcept { s.schedule(r); }
+  /// The system's scheduler (a class private to the library).
+  static scheduler& scheduler_of(actor_system& s) noexcept;
   static void schedule_fork(actor_system& s, resumable* r) noexcept { s.schedule_fork(r); }
   static void add_timer(actor_system& s, std::chrono::steady_clock::time_point when, std::unique_ptr<timer_task> t);
   static void count_dead_letter(actor_system& s) noexcept { s.count_dead_letter(); }
