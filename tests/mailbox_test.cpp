@@ -288,3 +288,25 @@ TEST(mailbox, a_blocking_actors_handler_sends_in_groups_too_and_they_go_when_it_
   EXPECT_TRUE(self->receive_for(30s, [&](report_atom, int b) { bad = b; }));
   EXPECT_EQ(bad, 0);
 }
+
+TEST(mailbox, a_receive_inside_a_handler_sees_the_answers_to_the_handlers_chained_messages) {
+  // A scoped actor's handler sends two messages to an echo actor (the second
+  // chained) and then waits, in a nested receive, for the echo of the
+  // second: the receive must send the chain out first.
+  troupe::actor_system sys{troupe::config{.workers = 1}};
+  troupe::scoped_actor self{sys};
+  auto me = self.handle();
+  auto echo = sys.spawn([](event_actor& s) {
+    return behavior{[&s](int x) {
+      if (x == 2) s.send(s.sender(), x);  // answers the second only
+    }};
+  });
+  self->send(me, burst_atom{});
+  int answer = -1;
+  ASSERT_TRUE(self->receive_for(10s, [&](burst_atom) {
+    self->send(echo, 1);
+    self->send(echo, 2);
+    EXPECT_TRUE(self->receive_for(10s, [&](int x) { answer = x; }));
+  }));
+  EXPECT_EQ(answer, 2);
+}

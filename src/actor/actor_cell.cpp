@@ -170,6 +170,7 @@ void start_send_group(actor_cell* owner, actor_cell* dest, message_node* n) noex
   flush_send_group();
   dest->add_ref();
   g.dest = dest;
+  g.prev = dest;
   g.first = n;
   g.last = n;
   g.count = 1;

@@ -89,6 +89,9 @@ void blocking_actor::forget_request(std::uint64_t id) noexcept {
 }
 
 bool blocking_actor::receive_impl(behavior& b, std::optional<clock::time_point> deadline) {
+  // A receive inside a handler waits, maybe for the answer to a message of
+  // the handler's send group: what waits goes first.
+  detail::flush_send_group();
   // Handles `n`; if its handler returned troupe::skip, gives `n` back to
   // keep for a later receive (else nullptr).
   auto dispatch = [&](detail::message_node* n) -> detail::message_node* {

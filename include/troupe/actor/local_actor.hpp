@@ -57,10 +57,11 @@ class local_actor : public actor_cell {
       return;
     }
     // In a handler (current_ is set), a second message in a row to one
-    // receiver starts a chain (detail::send_group). Tested in this order, a
-    // send that does not chain pays two compares and a store.
+    // receiver starts a chain (detail::send_group; while one waits, `prev`
+    // is its receiver). Tested in this order, a send that does not chain
+    // pays one compare and a store.
     auto& g = detail::tls_send_group;
-    if ((g.dest == dest.get() || g.prev == dest.get()) && current_ != nullptr && dest) [[unlikely]] {
+    if (g.prev == dest.get() && current_ != nullptr && dest) [[unlikely]] {
       send_chained(dest, std::forward<Ts>(xs)...);
       return;
     }

@@ -7,8 +7,9 @@
 // messages not yet consumed, bit 63 "closed" (the actor has ended). Senders do
 // one fetch_add on the word and one exchange on a queue (a handler's chain of
 // messages to one receiver, one of each for the whole chain: send_group); the
-// sender that finds the mailbox empty schedules the actor. The same word says when the actor can
-// be freed (no handle, no message) and how long its mailbox is (send_if).
+// sender that finds the mailbox empty schedules the actor. The same word says
+// when the actor can be freed (no handle, no message) and how long its
+// mailbox is (send_if).
 // Users never touch this class directly; they use actor handles and the
 // event_actor / blocking_actor APIs.
 //
@@ -53,7 +54,7 @@ namespace detail {
 /// keep the order in which they were sent.
 struct send_group {
   actor_cell* dest;  // the chain's receiver (a reference is held), or nullptr
-  actor_cell* prev;  // the receiver of the last send (compared only)
+  actor_cell* prev;  // the receiver of the last send (compared only); `dest` if set
   message_node* first;
   message_node* last;
   std::uint32_t count;
