@@ -183,12 +183,11 @@ void actor_cell::enqueue_chain(detail::message_node* first, detail::message_node
   const auto prev = word_.fetch_add(count * mail_one, std::memory_order_acq_rel);
   TROUPE_ASSERT(((prev & mail_mask) >> 32) + count < (mail_mask >> 32), "M2: a mailbox holds 2^31 messages");
   if ((prev & closed_bit) != 0) [[unlikely]] {
-    word_.fetch_sub(count * mail_one, std::memory_order_acq_rel);
-    error gone{errc::actor_exited, "the receiver has ended"};
+    // Each message as a single send would have gone: a dead letter.
     for (auto* n = first;;) {
       auto* next = static_cast<detail::message_node*>(n->next.load(std::memory_order_relaxed));
       const bool end = n == last;
-      dead_letter(n, gone);
+      bounce(n);
       if (end) break;
       n = next;
     }

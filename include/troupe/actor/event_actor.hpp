@@ -193,7 +193,7 @@ class event_actor : public local_actor {
   void retire_running_behavior();
 
   /// The system's scheduler: wake() puts the actor into the worker's next
-  /// slot without going through actor_system (ping_pong: 10 instructions
+  /// slot without going through actor_system (ping_pong: 4 instructions
   /// per message).
   detail::scheduler* sched_;
   behavior bhvr_;
