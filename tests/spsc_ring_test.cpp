@@ -200,3 +200,149 @@ TEST(spsc_ring, two_threads_pass_every_value_in_order_in_runs) {
   EXPECT_EQ(next, n);
   EXPECT_TRUE(r.empty());
 }
+
+namespace {
+// A push the way an outlet makes it: into the window while it has room
+// (a store, no test of room, wrap or group), else try_emplace_unpublished,
+// then publish when a group is due.
+template <class T>
+bool push_grouped(troupe::spsc_ring<T>& r, T v) {
+  auto& w = r.producer_window();
+  if (w.cur != w.end) {
+    ::new (static_cast<void*>(w.cur)) T(std::move(v));
+    ++w.cur;
+    return true;
+  }
+  if (!r.try_emplace_unpublished(std::move(v))) return false;
+  if (r.group_due()) r.publish_pending();
+  return true;
+}
+// How many pushes the window takes before its end.
+template <class T>
+std::size_t window_room(troupe::spsc_ring<T>& r) {
+  auto& w = r.producer_window();
+  return static_cast<std::size_t>(w.end - w.cur);
+}
+}  // namespace
+
+TEST(spsc_ring, the_window_stops_before_the_push_that_completes_a_group_and_never_passes_the_consumer) {
+  troupe::spsc_ring<int> r{16};
+  r.set_publish_group(4);
+  EXPECT_EQ(window_room(r), 3u);  // the 4th push completes the group: it goes through the slow path
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(push_grouped(r, i));
+  EXPECT_EQ(window_room(r), 0u);
+  EXPECT_EQ(r.unpublished(), 3u);  // window pushes count as pushed, unpublished
+  EXPECT_EQ(r.pushed_total(), 3u);
+  EXPECT_FALSE(r.group_due());
+  EXPECT_EQ(r.size(), 0u);
+  ASSERT_TRUE(push_grouped(r, 3));  // completes the group: published
+  EXPECT_EQ(r.size(), 4u);
+  EXPECT_EQ(r.unpublished(), 0u);
+  EXPECT_EQ(window_room(r), 3u);  // the next group's window
+  // Fill up: no push gets past the consumer, whatever the group.
+  int pushed = 4;
+  while (push_grouped(r, pushed)) ++pushed;
+  EXPECT_EQ(pushed, 16);
+  EXPECT_EQ(window_room(r), 0u);
+  r.publish();
+  EXPECT_EQ(r.size(), 16u);
+  int v = -1;
+  ASSERT_TRUE(r.try_pop(v));
+  EXPECT_EQ(v, 0);
+  ASSERT_TRUE(push_grouped(r, 16));  // one slot freed: one push, across the wrap
+  EXPECT_FALSE(push_grouped(r, 17));
+  r.publish();
+  for (int i = 1; i <= 16; ++i) {
+    ASSERT_TRUE(r.try_pop(v));
+    EXPECT_EQ(v, i);
+  }
+  EXPECT_FALSE(r.try_pop(v));
+}
+
+TEST(spsc_ring, a_group_of_one_publishes_every_push_and_runs_move_the_window) {
+  troupe::spsc_ring<std::string> r{8};
+  EXPECT_EQ(window_room(r), 0u);  // group 1 (the default): every push is a group's last
+  ASSERT_TRUE(push_grouped(r, std::string{"a"}));
+  EXPECT_EQ(r.size(), 1u);
+  r.set_publish_group(100);  // larger than the ring: the window ends at the consumer
+  EXPECT_EQ(window_room(r), 7u);
+  ASSERT_TRUE(push_grouped(r, std::string{"b"}));
+  std::vector<std::string> run{"c", "d", "e"};
+  EXPECT_EQ(r.push_run_unpublished(run.data(), run.size()), 3u);
+  EXPECT_EQ(window_room(r), 3u);  // after the run's slots
+  ASSERT_TRUE(push_grouped(r, std::string{"f"}));
+  EXPECT_EQ(r.pushed_total(), 6u);
+  EXPECT_EQ(r.unpublished(), 5u);
+  r.publish();
+  std::string out;
+  for (const char* want : {"a", "b", "c", "d", "e", "f"}) {
+    ASSERT_TRUE(r.try_pop(out));
+    EXPECT_EQ(out, want);
+  }
+}
+
+TEST(spsc_ring, consume_stops_where_asked_across_the_wrap_and_frees_only_what_it_saw) {
+  troupe::spsc_ring<std::string> r{8};
+  auto text = [](int i) { return std::string(30, 'c') + std::to_string(i); };
+  int next_in = 0, next_out = 0;
+  for (int round = 0; round < 40; ++round) {
+    while (r.pushed_size() < 8) ASSERT_TRUE(r.try_emplace_unpublished(text(next_in++)));
+    r.publish();
+    // Stop after a number of values that moves around the ring (and across
+    // its end): the values after it stay, in order.
+    // A call sees the values its cached view of the producer's index
+    // holds, so it may end sooner: it is called again.
+    const int stop_after = 1 + round % 7;
+    int seen = 0;
+    while (seen < stop_after) {
+      const int before = seen;
+      const auto got = r.consume(8, [&](std::string& s) {
+        EXPECT_EQ(s, text(next_out + seen));
+        return ++seen < stop_after;
+      });
+      ASSERT_NE(got, 0u);
+      EXPECT_EQ(got, static_cast<std::size_t>(seen - before));  // it frees what it saw
+    }
+    next_out += stop_after;
+    EXPECT_EQ(r.size(), static_cast<std::size_t>(8 - stop_after));
+  }
+  while (r.consume(100, [&](std::string& s) {
+    EXPECT_EQ(s, text(next_out++));
+    return true;
+  }) != 0) {
+  }
+  EXPECT_EQ(next_out, next_in);
+  EXPECT_TRUE(r.empty());
+}
+
+TEST(spsc_ring, two_threads_pass_every_value_in_order_through_the_window) {
+  constexpr std::int64_t n = 1'000'000;
+  troupe::spsc_ring<std::int64_t> r{64};
+  r.set_publish_group(16);
+  std::thread producer{[&] {
+    for (std::int64_t i = 0; i < n;) {
+      if (push_grouped(r, i)) {
+        ++i;
+      } else {
+        r.publish();  // full: the consumer must see what there is
+        std::this_thread::yield();
+      }
+    }
+    r.publish();
+  }};
+  std::int64_t next = 0;
+  bool in_order = true;
+  while (next < n) {
+    // Takes at most 5 per call and sometimes stops early: runs end anywhere.
+    const auto got = r.consume(5, [&](std::int64_t& v) {
+      in_order = in_order && v == next;
+      ++next;
+      return v % 11 != 0;
+    });
+    if (got == 0) std::this_thread::yield();
+  }
+  producer.join();
+  EXPECT_TRUE(in_order);
+  EXPECT_EQ(next, n);
+  EXPECT_TRUE(r.empty());
+}

@@ -9,13 +9,25 @@
 // two indices live on separate cache lines. No allocation after construction;
 // move-only T works.
 //
+// The producer pushes through a window: a run of free slots [cur, end) it
+// may fill one after another with one test each (cur != end), store the
+// value at cur and advance cur. The window ends before the first slot the
+// consumer may still hold, at the end of the slot array, and before the push
+// that completes a publish group; a push at its end takes the slow path,
+// which checks those three and opens the next window. The producer's index
+// (next) is where cur points, counted in laps of the array.
+//
 // Invariants (TROUPE_ASSERT, debug and sanitizer builds), with head the
 // consumer's index, tail the published one and next the producer's own:
 //   R1 head <= tail <= next <= head + capacity (nothing is overwritten);
 //   R2 the consumer reads only slots below tail (published values);
-//   R3 only the producer moves tail and next, only the consumer moves head.
+//   R3 only the producer moves tail and next, only the consumer moves head;
+//   R4 the window's slots lie in one lap, from next up to at most
+//      min(head + capacity, publish_at - 1), where head is the producer's
+//      last view of it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <memory>
@@ -44,14 +56,26 @@ class spsc_ring {
 
   std::size_t capacity() const noexcept { return mask_ + 1; }
 
+  /// Producer. The slots a push may fill without a test of its own (see the
+  /// top): construct a T at cur and advance cur, while cur != end. Every
+  /// other producer call sees those pushes; they are unpublished.
+  struct window {
+    T* cur = nullptr;
+    T* end = nullptr;
+  };
+  window& producer_window() noexcept { return win_; }
+
   /// Producer. false when full (the value is left untouched).
   template <class... Args>
   [[nodiscard]] bool try_emplace(Args&&... args) {
-    if (!try_emplace_unpublished(std::forward<Args>(args)...)) return false;
-    // publish() without its test: a push just made next_ > published_.
-    published_ = next_;
-    publish_at_ = next_ + group_;
-    tail_.store(next_, std::memory_order_release);
+    std::size_t t;
+    if (!place(t, std::forward<Args>(args)...)) return false;
+    // publish_pending(), and an empty window: the next unpublished push
+    // opens it (a ring used only this way never does).
+    published_ = t;
+    publish_at_ = t + group_;
+    tail_.store(t, std::memory_order_release);
+    win_.end = win_.cur;
     return true;
   }
   [[nodiscard]] bool try_push(T&& v) { return try_emplace(std::move(v)); }
@@ -66,21 +90,18 @@ class spsc_ring {
   /// instructions per tuple).
   template <class... Args>
   [[nodiscard, gnu::always_inline]] bool try_emplace_unpublished(Args&&... args) {
-    const auto t = next_;
-    if (t >= limit_) {
-      limit_ = head_.load(std::memory_order_acquire) + mask_ + 1;
-      if (t >= limit_) return false;
+    if (win_.cur != win_.end) [[likely]] {
+      ::new (static_cast<void*>(win_.cur)) T(std::forward<Args>(args)...);
+      ++win_.cur;
+      return true;
     }
-    TROUPE_ASSERT(t < limit_, "R1: a push would overwrite a value not yet consumed");
-    ::new (slots_[t & mask_].bytes) T(std::forward<Args>(args)...);
-    next_ = t + 1;
-    return true;
+    return emplace_at_window_end(std::forward<Args>(args)...);
   }
   /// Producer. Moves up to `n` values from `from` into the ring, unpublished
   /// (as try_emplace_unpublished, in order); returns how many fit. A run of
   /// trivially copyable values is one or two memmoves.
   std::size_t push_run_unpublished(T* from, std::size_t n) noexcept(std::is_nothrow_move_constructible_v<T>) {
-    const auto t = next_;
+    const auto t = next();
     if (t + n > limit_) limit_ = head_.load(std::memory_order_acquire) + mask_ + 1;
     TROUPE_ASSERT(t <= limit_, "R1: the producer is past the values not yet consumed");
     if (limit_ - t < n) n = limit_ - t;
@@ -88,42 +109,43 @@ class spsc_ring {
     const std::size_t first = before_wrap(at, n);
     std::uninitialized_move_n(from, first, slot_ptr(at));
     std::uninitialized_move_n(from + first, n - first, slot_ptr(0));
-    next_ = t + n;
+    move_to(t + n);
     return n;
   }
   /// Producer. Makes every value pushed so far visible; true if there were
   /// unpublished ones.
   bool publish() noexcept {
-    TROUPE_ASSERT(published_ <= next_, "R1: published past the producer's index");
-    if (next_ == published_) return false;
-    published_ = next_;
-    publish_at_ = next_ + group_;
-    tail_.store(next_, std::memory_order_release);
+    TROUPE_ASSERT(published_ <= next(), "R1: published past the producer's index");
+    if (next() == published_) return false;
+    publish_pending();
     return true;
   }
   /// Producer. publish() when some values are known to be unpublished (a
   /// group is due): without its test.
   void publish_pending() noexcept {
-    TROUPE_ASSERT(published_ < next_, "publish_pending: nothing to publish");
-    published_ = next_;
-    publish_at_ = next_ + group_;
-    tail_.store(next_, std::memory_order_release);
+    const auto t = next();
+    TROUPE_ASSERT(published_ < t, "publish_pending: nothing to publish");
+    published_ = t;
+    publish_at_ = t + group_;
+    tail_.store(t, std::memory_order_release);
+    open_window(t);
   }
   /// Producer. Values pushed and not yet published.
-  std::size_t unpublished() const noexcept { return next_ - published_; }
+  std::size_t unpublished() const noexcept { return next() - published_; }
   /// Producer. How many unpublished values make a group (group_due); 1, the
   /// default: every one.
   void set_publish_group(std::size_t n) noexcept {
     group_ = n == 0 ? 1 : n;
     publish_at_ = published_ + group_;
+    open_window(next());
   }
-  /// Producer. unpublished() >= the group size, as one comparison with an
-  /// index kept by publish() (the producer's test after every push).
-  bool group_due() const noexcept { return next_ >= publish_at_; }
+  /// Producer. unpublished() >= the group size. Only a push at the window's
+  /// end can make it true (R4): the producer tests it after those.
+  bool group_due() const noexcept { return next() >= publish_at_; }
   /// Producer. Values pushed (published or not) and not yet consumed.
-  std::size_t pushed_size() const noexcept { return next_ - head_.load(std::memory_order_acquire); }
+  std::size_t pushed_size() const noexcept { return next() - head_.load(std::memory_order_acquire); }
   /// Producer. Values pushed since the ring was made (published or not).
-  std::size_t pushed_total() const noexcept { return next_; }
+  std::size_t pushed_total() const noexcept { return next(); }
   /// Consumer. Values taken since the ring was made.
   std::size_t taken_total() const noexcept { return head_.load(std::memory_order_relaxed); }
 
@@ -171,16 +193,31 @@ class spsc_ring {
     }
     TROUPE_ASSERT(cached_tail_ - h <= mask_ + 1, "R1: more published values than the ring holds");
     const std::size_t n = cached_tail_ - h < max ? cached_tail_ - h : max;
-    std::size_t i = 0;
-    while (i < n) {
-      T* v = std::launder(reinterpret_cast<T*>(slots_[(h + i) & mask_].bytes));
+    // Walked as one or two runs of adjacent slots: a pointer and one test
+    // per value, no index arithmetic.
+    const std::size_t first = before_wrap(h & mask_, n);
+    T* run = slot_ptr(h & mask_);
+    T* p = run;
+    T* end = run + first;
+    std::size_t rest = n - first;  // the run after the wrap
+    std::size_t before = 0;        // values in the runs finished
+    for (;;) {
+      if (p == end) {
+        if (rest == 0) break;
+        before = first;
+        run = p = slot_ptr(0);
+        end = run + rest;
+        rest = 0;
+      }
+      T* v = std::launder(p);
       const bool go = f(*v);
       v->~T();
-      ++i;
+      ++p;
       if (!go) break;
     }
-    head_.store(h + i, std::memory_order_release);
-    return i;
+    const std::size_t taken = before + static_cast<std::size_t>(p - run);
+    head_.store(h + taken, std::memory_order_release);
+    return taken;
   }
 
   /// Consumer. Hands up to `max` published values to f(T* first, size_t n)
@@ -235,6 +272,52 @@ class spsc_ring {
   std::size_t before_wrap(std::size_t at, std::size_t n) const noexcept {
     return n < mask_ + 1 - at ? n : mask_ + 1 - at;
   }
+  /// Producer. The index of the next push: where the window's cursor is.
+  std::size_t next() const noexcept {
+    return lap_ + static_cast<std::size_t>(win_.cur - reinterpret_cast<const T*>(slots_[0].bytes));
+  }
+  /// Producer. Puts the cursor at index t (pushes made some other way) and
+  /// opens the window from there.
+  void move_to(std::size_t t) noexcept {
+    lap_ = t & ~mask_;
+    win_.cur = slot_ptr(t & mask_);
+    open_window(t);
+  }
+  /// Producer. The window from index t (the cursor's): up to the cached
+  /// limit, the end of the lap, and the push that completes a group (R4).
+  void open_window(std::size_t t) noexcept {
+    std::size_t e = std::min(limit_, lap_ + mask_ + 1);
+    if (publish_at_ - 1 < e) e = publish_at_ - 1;
+    win_.end = e > t ? win_.cur + (e - t) : win_.cur;
+  }
+  /// Producer. A push where the window ends (place), then the next window.
+  template <class... Args>
+  [[gnu::noinline]] bool emplace_at_window_end(Args&&... args) {
+    std::size_t t;
+    if (!place(t, std::forward<Args>(args)...)) return false;
+    open_window(t);
+    return true;
+  }
+  /// Producer. A push with every test: re-reads the consumer's index when
+  /// the cached one says full, moves to the next lap at the end of the
+  /// array. false when full; else `after` is the producer's index after it.
+  template <class... Args>
+  [[gnu::always_inline]] bool place(std::size_t& after, Args&&... args) {
+    const auto t = next();
+    if (t >= limit_) {
+      limit_ = head_.load(std::memory_order_acquire) + mask_ + 1;
+      if (t >= limit_) return false;
+    }
+    TROUPE_ASSERT(t < limit_, "R1: a push would overwrite a value not yet consumed");
+    if ((t & mask_) == 0 && t != lap_) [[unlikely]] {  // the cursor is at the end of the array
+      lap_ = t;
+      win_.cur = slot_ptr(0);
+    }
+    ::new (static_cast<void*>(win_.cur)) T(std::forward<Args>(args)...);
+    ++win_.cur;
+    after = t + 1;
+    return true;
+  }
   static std::size_t round_up(std::size_t n) {
     if (n > (std::size_t{1} << 40)) throw std::length_error("spsc_ring: capacity too large");
     std::size_t c = 2;
@@ -247,10 +330,12 @@ class spsc_ring {
   alignas(cache_line) std::atomic<std::size_t> head_{0};  // consumer writes
   std::size_t cached_tail_ = 0;                           // consumer's view of tail_
   alignas(cache_line) std::atomic<std::size_t> tail_{0};  // producer writes, consumer polls
-  // The producer's own fields, off tail_'s line: next_ changes with every
-  // push, and a consumer polling tail_ must not pull that line each time.
-  alignas(cache_line) std::size_t next_ = 0;  // the next slot to fill
-  std::size_t published_ = 0;                 // the last value stored in tail_
+  // The producer's own fields, off tail_'s line: the cursor changes with
+  // every push, and a consumer polling tail_ must not pull that line each
+  // time.
+  alignas(cache_line) window win_{slot_ptr(0), slot_ptr(0)};  // empty: the first push opens it
+  std::size_t lap_ = 0;                                       // the index of slot 0 in the cursor's lap
+  std::size_t published_ = 0;                                 // the last value stored in tail_
   // The producer's view of head_, as the first index a push may not fill
   // (head + capacity): the test before every push is one comparison.
   std::size_t limit_ = mask_ + 1;
