@@ -110,10 +110,13 @@ inline constexpr bool emits_watermarks = requires { requires N::emits_watermarks
 /// into: passes each output on and keeps the largest time; after every
 /// `every` outputs, and at a batch end `every_ms` after the last one, sends
 /// the watermark (that time - out_of_orderness).
-template <class Out, class TimeFn>
+/// `Next` is the concrete (final) type of what it emits into, so that its
+/// calls there are direct: one virtual call per element (the node's
+/// send into the stamper), not two.
+template <class Out, class TimeFn, class Next>
 class watermark_stamper final : public emit_target<Out> {
  public:
-  watermark_stamper(emit_target<Out>& next, const TimeFn& time, const stream::periodic_watermarks& p)
+  watermark_stamper(Next& next, const TimeFn& time, const stream::periodic_watermarks& p)
       : next_{&next}, time_{time}, lag_{p.out_of_orderness}, every_{p.every}, every_ns_{p.every_ms * 1'000'000} {}
 
   void send_routed(Out&& v) override {
@@ -157,7 +160,7 @@ class watermark_stamper final : public emit_target<Out> {
     if (max_ > lag_) next_->watermark(max_ - lag_);
   }
 
-  emit_target<Out>* next_;
+  Next* next_;
   TimeFn time_;
   std::uint64_t lag_, every_, every_ns_;
   std::uint64_t max_ = 0;    // the largest time emitted
@@ -169,14 +172,14 @@ struct no_stamper {
   void tick() noexcept {}
 };
 
-template <class N>
+template <class N, class Next>
 struct stamper_for {
   using type = no_stamper;
 };
-template <class N>
+template <class N, class Next>
   requires requires { typename N::watermark_time_type; }
-struct stamper_for<N> {
-  using type = watermark_stamper<typename N::out_type, typename N::watermark_time_type>;
+struct stamper_for<N, Next> {
+  using type = watermark_stamper<typename N::out_type, typename N::watermark_time_type, Next>;
 };
 
 /// What a node in a tagged graph emits into: each output is tagged with the
@@ -693,7 +696,8 @@ class runner final
   static_assert(!(Tagged && is_source), "a source cannot run inside an ordered farm or after an entry");
   using tagger_type = std::conditional_t<tags, tagger<Out, Outlet>, no_tagger>;
   static constexpr bool generates = !is_sink && emits_watermarks<N>;
-  using stamper_type = typename stamper_for<N>::type;
+  using target_type = std::conditional_t<tags, tagger_type, Outlet>;  // what the node's outputs go into
+  using stamper_type = typename stamper_for<N, target_type>::type;
   static constexpr bool stamps = !std::is_same_v<stamper_type, no_stamper>;
   /// The node defines on_idle (the base's does nothing).
   static constexpr bool idles = !is_source && stream::detail::defines_on_idle<N>;
@@ -832,9 +836,9 @@ class runner final
     else return {};
   }
   /// What the node's outputs go into (before the stamper, if any).
-  auto& target() noexcept {
-    if constexpr (tags) return static_cast<emit_target<Out>&>(tag_);
-    else return static_cast<emit_target<Out>&>(this->out_);
+  target_type& target() noexcept {
+    if constexpr (tags) return tag_;
+    else return this->out_;
   }
   stamper_type make_stamper() noexcept {
     if constexpr (stamps) return stamper_type{target(), node_.watermark_time(), node_.watermark_policy()};
