@@ -315,6 +315,53 @@ TEST(spsc_ring, consume_stops_where_asked_across_the_wrap_and_frees_only_what_it
   EXPECT_TRUE(r.empty());
 }
 
+TEST(spsc_ring, take_runs_hands_runs_across_the_wrap_and_frees_what_was_taken) {
+  troupe::spsc_ring<std::string> r{8};
+  auto text = [](int i) { return std::string(30, 't') + std::to_string(i); };
+  int next_in = 0, next_out = 0;
+  for (int round = 0; round < 40; ++round) {
+    while (r.pushed_size() < 8) ASSERT_TRUE(r.try_emplace_unpublished(text(next_in++)));
+    r.publish();
+    // Takes at most `limit` from each run it is handed (destroying them, as
+    // take_runs asks): a run taken short ends the call; one taken whole
+    // across the end of the array is followed by the run after the wrap.
+    const std::size_t limit = 1 + round % 9;
+    std::vector<bool> whole;  // per run handed
+    const auto got = r.take_runs(8, [&](std::string* first, std::size_t n) {
+      EXPECT_GE(n, 1u);
+      const std::size_t k = std::min(n, limit);
+      for (std::size_t i = 0; i < k; ++i) {
+        EXPECT_EQ(first[i], text(next_out++));
+        std::destroy_at(first + i);
+      }
+      whole.push_back(k == n);
+      return k;
+    });
+    ASSERT_NE(got, 0u);
+    ASSERT_LE(whole.size(), 2u);
+    if (whole.size() == 2) {
+      EXPECT_TRUE(whole[0]);  // the run after the wrap only after a whole first
+    }
+    EXPECT_EQ(r.size(), 8 - got);
+    EXPECT_EQ(r.take_runs(0,
+                          [](std::string*, std::size_t) -> std::size_t {
+                            ADD_FAILURE() << "handed a run when asked for none";
+                            return 0;
+                          }),
+              0u);
+  }
+  while (r.take_runs(100, [&](std::string* first, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(first[i], text(next_out++));
+      std::destroy_at(first + i);
+    }
+    return n;
+  }) != 0) {
+  }
+  EXPECT_EQ(next_out, next_in);
+  EXPECT_TRUE(r.empty());
+}
+
 TEST(spsc_ring, two_threads_pass_every_value_in_order_through_the_window) {
   constexpr std::int64_t n = 1'000'000;
   troupe::spsc_ring<std::int64_t> r{64};

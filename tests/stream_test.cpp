@@ -595,6 +595,78 @@ TEST(stream_metrics, counts_and_latency_are_recorded_and_dumped) {
   EXPECT_NE(json.find("\"count\":500"), std::string::npos) << json;
 }
 
+// A sink measures one element in latency_sample: per element below
+// drain_chunk (64), per run from it on, where runs end before each element
+// due. Either way the count is exact, with runs cut short by a small channel.
+TEST(stream_metrics, a_sink_measures_exactly_one_element_in_latency_sample) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  for (const std::size_t every : {1, 7, 64, 100, 1000}) {
+    for (const std::size_t capacity : {4, 1024}) {
+      st::options o;
+      o.latency_sample = every;
+      o.capacity = capacity;
+      std::atomic<std::int64_t> got{0};
+      auto g = troupe::spawn_pattern(sys,
+                                     troupe::pipeline{st::source([i = 0]() mutable -> std::optional<stamped_item> {
+                                                        if (i == 2000) return std::nullopt;
+                                                        return stamped_item{st::now(), i++};
+                                                      }),
+                                                      st::sink([&](const stamped_item& x) {
+                                                        if (x.value == got.load(std::memory_order_relaxed)) ++got;
+                                                      })},
+                                     o);
+      g.wait();
+      EXPECT_EQ(got.load(), 2000) << "every " << every << ", capacity " << capacity;  // all, in order
+      EXPECT_EQ(g.metrics().latency.count(), 2000 / every) << "every " << every << ", capacity " << capacity;
+    }
+  }
+}
+
+namespace {
+// Sends each input once, a copy to all on every third and one more with
+// send_next_if on every fifth when there is room; counts what it sent.
+struct sends_three_ways : st::node<std::int64_t, std::int64_t> {
+  std::shared_ptr<std::atomic<std::int64_t>> sent = std::make_shared<std::atomic<std::int64_t>>(0);
+  void consume(std::int64_t& x) {
+    const auto v = x;
+    send_next(std::int64_t{v});
+    ++*sent;
+    if (v % 3 == 0) {
+      send_all(std::int64_t{v});
+      ++*sent;
+    }
+    if (v % 5 == 0) {
+      std::int64_t w = v;
+      if (send_next_if(w, 3)) ++*sent;
+    }
+  }
+};
+}  // namespace
+
+// Items out of a node with one channel are counted from the channel's index
+// while nothing is parked, and by each send otherwise: sends at window ends,
+// parks, send_next_if and send_all into one channel all count once.
+TEST(stream_metrics, items_out_count_every_send_through_parks_and_window_ends) {
+  troupe::actor_system sys{troupe::config{.workers = 2}};
+  for (const std::size_t capacity : {2, 8, 1024}) {
+    sends_three_ways node;
+    auto sent = node.sent;
+    std::atomic<std::int64_t> got{0};
+    st::options o;
+    o.capacity = capacity;
+    auto g = troupe::spawn_pattern(
+        sys, troupe::pipeline{counting_source(20'000), node, st::sink([&](std::int64_t) { ++got; })}, o);
+    g.wait();
+    const auto m = g.metrics();
+    ASSERT_EQ(m.nodes.size(), 3u);
+    EXPECT_EQ(got.load(), sent->load()) << "capacity " << capacity;
+    EXPECT_EQ(m.nodes[0].items_out, 20'000u);
+    EXPECT_EQ(m.nodes[1].items_in, 20'000u);
+    EXPECT_EQ(m.nodes[1].items_out, static_cast<std::uint64_t>(sent->load())) << "capacity " << capacity;
+    EXPECT_EQ(m.nodes[2].items_in, static_cast<std::uint64_t>(sent->load())) << "capacity " << capacity;
+  }
+}
+
 TEST(stream_metrics, histogram_percentiles_match_known_values) {
   st::latency_histogram h;
   for (std::uint64_t v = 1; v <= 1000; ++v) h.record(v * 1000);

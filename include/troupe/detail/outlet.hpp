@@ -44,9 +44,10 @@ class emit_target {
   /// no test of room, wrap or publish group, which only a push at the
   /// window's end needs.
   [[gnu::always_inline]] void send(T&& v) {
-    const auto n = counted(v);
     if (in_window(*win_, v)) [[likely]] {
-      sent_ += n;  // nothing was published: C9 holds
+      // Counted by the ring's index (counts_by_index), or here; nothing
+      // was published: C9 holds.
+      if constexpr (!counts_by_index) sent_ += counted(v);
       return;
     }
     if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) <= 64) {
@@ -76,7 +77,14 @@ class emit_target {
   virtual void watermark(std::uint64_t w) = 0;
 
   /// Elements sent since the last call.
-  std::uint64_t take_sent() noexcept { return std::exchange(sent_, 0); }
+  std::uint64_t take_sent() noexcept {
+    settle();
+    return std::exchange(sent_, 0);
+  }
+  /// Where parking zeroes a source's count of elements left in its batch
+  /// (runner.hpp, produce): the source's loop tests that one count instead
+  /// of the count, the outlet's parked flag and its pause.
+  void halt_into(std::size_t* left) noexcept { halt_ = left; }
   /// Before its pushes become visible, the outlet stores `c`'s items out
   /// (c.total + what `by` has sent since its last take_sent; channel.hpp, C9).
   void count_into(emitted_count* c, const emit_target* by) noexcept {
@@ -109,21 +117,25 @@ class emit_target {
   }
   bool push_at_window_end(channel<T>& c, T& v) {
     auto& r = c.ring;
-    if (r.try_emplace_unpublished(std::move(v))) {
-      if (r.group_due()) publish_pushes(c);
-      return true;
+    const auto t = r.place_at_window_end(std::move(v));
+    if (t == 0) {
+      publish(c);  // full: the consumer must see what it holds
+      return false;
     }
-    publish(c);  // full: the consumer must see what it holds
-    return false;
+    if (r.group_due_at(t)) publish_pushes(c, t);
+    return true;
   }
   void publish(channel<T>& c) noexcept {
     if (c.ring.unpublished() != 0) publish_pushes(c);
   }
   /// Makes c's pushes (there are some) visible, after the items out that
   /// count them (C9; the ring's release store covers both).
-  void publish_pushes(channel<T>& c) noexcept {
-    count_->shown.store(count_->total + counted_by_->sent_, std::memory_order_relaxed);
-    c.ring.publish_pending();
+  void publish_pushes(channel<T>& c) noexcept { publish_pushes(c, c.ring.pushed_total()); }
+  /// publish_pushes where `t` is c's ring's producer index.
+  void publish_pushes(channel<T>& c, std::size_t t) noexcept {
+    const auto sent = counted_by_ == this ? sent_at(t) : counted_by_->sent_so_far();
+    count_->shown.store(count_->total + sent, std::memory_order_relaxed);
+    c.ring.publish_to(t);
     if (!c.consumer->active()) c.consumer->wake();
   }
   /// 1, or 0 for a marker: an ordered input that produced nothing counts on
@@ -132,18 +144,54 @@ class emit_target {
     if constexpr (is_tagged<T>::value) return v.value.has_value() ? 1 : 0;
     else return 1;
   }
+  /// While fast_ is set (one channel, nothing parked), every push into it
+  /// is one element sent, so its ring's producer index counts them: sent_
+  /// adds the pushes since mark_ when read (settle), and the per-element
+  /// path has no add. Not for tagged elements, whose markers count as none.
+  static constexpr bool counts_by_index = !is_tagged<T>::value;
+  /// What an explicit count adds for `v`: 0 for a push into the one
+  /// channel, which counts itself.
+  std::uint64_t to_count(const T& v) const noexcept {
+    if constexpr (counts_by_index)
+      if (fast_ != nullptr) return 0;
+    return counted(v);
+  }
+  /// sent_ with the one channel's pushes since mark_.
+  std::uint64_t sent_so_far() const noexcept { return sent_at(fast_ != nullptr ? fast_->ring.pushed_total() : 0); }
+  /// sent_so_far() where `t` is the one channel's producer index (if set).
+  std::uint64_t sent_at(std::size_t t) const noexcept {
+    if constexpr (counts_by_index)
+      if (fast_ != nullptr) return sent_ + (t - mark_);
+    return sent_;
+  }
+  void settle() noexcept {
+    if constexpr (counts_by_index) {
+      if (fast_ == nullptr) return;
+      const auto t = fast_->ring.pushed_total();
+      sent_ += t - mark_;
+      mark_ = t;
+    }
+  }
   /// The one channel, or none (routed or parked): where send()'s window is.
   void set_fast(channel<T>* c) noexcept {
+    settle();
     fast_ = c;
     win_ = c != nullptr ? &c->ring.producer_window() : &no_window_;
+    if (c != nullptr) mark_ = c->ring.pushed_total();
   }
+  /// Something is parked: the producing source's loop stops after the
+  /// element in progress (halt_into).
+  void halt() noexcept { *halt_ = 1; }
   channel<T>* fast_ = nullptr;                        ///< the one channel, while nothing is parked (else null)
   typename spsc_ring<T>::window no_window_;           ///< empty: every send takes the slow path
   typename spsc_ring<T>::window* win_ = &no_window_;  ///< fast_'s ring's window (set_fast)
   std::uint64_t sent_ = 0;
+  std::uint64_t mark_ = 0;                ///< fast_'s ring's pushed_total when sent_ last counted it (settle)
   emitted_count* count_ = &uncounted_;    ///< the producing runner's items out
   const emit_target* counted_by_ = this;  ///< whose sent_ they add (a fanout's parts: the fanout's)
   emitted_count uncounted_;               ///< where an entry actor's outlet stores them (no one reads it)
+  std::size_t own_left_ = 0;              ///< halt_'s target until halt_into (no source reads it)
+  std::size_t* halt_ = &own_left_;
 };
 
 /// A stage's input as seen by the stage before it: its replicas' ports and
@@ -212,10 +260,11 @@ class outlet final : public emit_target<E> {
   void send_routed(E&& v) override {
     if (this->fast_ != nullptr) {  // the one channel's window is used up
       // Counted before the push, which may publish (C9).
-      const auto k = this->counted(v);
+      const auto k = this->to_count(v);
       this->sent_ += k;
       if (this->push_at_window_end(*this->fast_, v)) return;
-      this->sent_ -= k;  // full: parked below
+      this->sent_ += this->counted(v) - k;  // full: parked, counted here
+      return park(parked_index(v), std::move(v));
     }
     this->sent_ += this->counted(v);
     if (parked_) return park(parked_index(v), std::move(v));
@@ -238,7 +287,7 @@ class outlet final : public emit_target<E> {
     if (parked_) return false;
     auto room = [&](std::size_t i) { return chans_[i]->ring.pushed_size() < limit; };
     auto push_v = [&](std::size_t i) {
-      const auto n = this->counted(v);
+      const auto n = this->to_count(v);
       this->sent_ += n;  // before the push, which may publish (C9)
       if (this->push(*chans_[i], std::move(v))) return true;
       this->sent_ -= n;
@@ -258,6 +307,8 @@ class outlet final : public emit_target<E> {
   }
 
   void send_all(E&& v) override {
+    if constexpr (base::counts_by_index)
+      if (this->fast_ != nullptr) return this->send(std::move(v));  // one channel: as send
     this->sent_ += this->counted(v);
     const bool parked = parked_;
     for (std::size_t i = 0; i < chans_.size(); ++i) {
@@ -307,7 +358,7 @@ class outlet final : public emit_target<E> {
     if (this->fast_ == nullptr || n == 0) return 0;
     auto& c = *this->fast_;
     const auto k = c.ring.push_run_unpublished(from, n);
-    this->sent_ += k;
+    if constexpr (!base::counts_by_index) this->sent_ += k;  // else counted by the ring's index
     base::publish(c);
     return k;
   }
@@ -437,12 +488,14 @@ class outlet final : public emit_target<E> {
     }
     parked_ = true;
     this->set_fast(nullptr);
+    this->halt();
   }
   void push_or_park(std::size_t i, E&& v) {
     if (!this->push(*chans_[i], std::move(v))) {
       overflow_.emplace_back(i, std::move(v));  // NOLINT(bugprone-use-after-move): a failed push leaves v as it was
       parked_ = true;
       this->set_fast(nullptr);
+      this->halt();
     }
   }
   /// Offers every channel once, from `first` on, until `take(i)` accepts.
@@ -601,6 +654,9 @@ class fanout_outlet final : public emit_target<E> {
   void discard() noexcept {
     each([](auto& p) { p.discard(); });
   }
+  void halt_into(std::size_t* left) noexcept {
+    each([left](auto& p) { p.halt_into(left); });
+  }
 
  private:
   template <std::size_t... I>
@@ -641,6 +697,7 @@ class no_outlet {
   void discard() noexcept {}
   void watermark(std::uint64_t) noexcept {}
   void barrier(std::uint64_t) noexcept {}
+  void halt_into(std::size_t*) noexcept {}
 };
 
 template <class E, class Route>

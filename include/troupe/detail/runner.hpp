@@ -67,6 +67,10 @@ struct node_access {
   static std::uint64_t& resume_at(stream::emitter<Out>& e) noexcept {
     return e.resume_at_;
   }
+  template <class Out>
+  static void set_halt(stream::emitter<Out>& e, std::size_t* left) noexcept {
+    e.halt_ = left;
+  }
   template <class In, class Out>
   static void set_context(stream::node<In, Out>& n, const stream::node_context& c) noexcept {
     n.ctx_ = c;
@@ -276,6 +280,7 @@ class runner_core : public runner_base, public input_side<InE> {
   template <class D>
   void attach(const D& d, std::size_t capacity) {
     out_.attach(d, capacity, this);
+    out_.halt_into(&left_);
   }
 
   std::size_t queued() const noexcept override {
@@ -666,6 +671,11 @@ class runner_core : public runner_base, public input_side<InE> {
   Outlet out_;
   decltype(std::declval<const Outlet&>().blocked_on()) blocked_on_ = nullptr;
   std::size_t batch_;
+  // A source's elements left in its batch, counted down in memory: parking
+  // (halt_into) and pause_until set it to 1 (the element in progress), so
+  // that its loop tests this one count per element instead of a count, the
+  // parked flag and the pause.
+  std::size_t left_ = 0;
   unsigned blocked_polls_ = 0;  // polls since the last full batch
   phase phase_ = phase::fresh;
   std::size_t cursor_ = 0;
@@ -720,6 +730,7 @@ class runner final
       node_access::set_target(out, &target());
       if constexpr (stamps) node_access::set_target(out, &stamp_);
       if constexpr (generates) node_access::allow_watermarks(out);
+      if constexpr (is_source) node_access::set_halt(out, &this->left_);
     }
     if constexpr (measures_latency) latency_ = std::make_unique<stream::latency_histogram>();
     if constexpr (holds) {
@@ -1021,19 +1032,24 @@ class runner final
 
   step_result produce() noexcept {
     if constexpr (is_source) {
-      // Counted down in a register: the per-element loop is the hot path of
-      // every source (instructions per element: "Performance, round 2").
-      for (std::size_t left = this->batch_; left != 0; --left) {
+      // The per-element loop is the hot path of every source: one count
+      // down in memory, which a park or a pause cuts short (left_), is its
+      // only test besides the node's own (a subtract that sets the flags
+      // and a branch).
+      if constexpr (!is_sink)  // a pause that a park's return came before
+        if (node_access::resume_at(static_cast<stream::emitter<Out>&>(node_)) != 0) return paused();
+      auto& left = this->left_;
+      left = std::max<std::size_t>(this->batch_, 1);
+      do {
         bool going = true;
         if (!element([&] { going = node_.produce(); }, nullptr)) return this->end(false);
         if (!going) return this->input_ended(0);
         if constexpr (holds)
           if (held()) return hold_park(0);
-        if (this->out_.blocked()) return this->blocked(0);
-        if constexpr (!is_sink) {  // a source that is also a sink (a whole chain) cannot pace itself
-          if (node_access::resume_at(static_cast<stream::emitter<Out>&>(node_)) != 0) [[unlikely]]
-            return paused();
-        }
+      } while (--left != 0);
+      if (this->out_.blocked()) return this->blocked(0);
+      if constexpr (!is_sink) {  // a source that is also a sink (a whole chain) cannot pace itself
+        if (node_access::resume_at(static_cast<stream::emitter<Out>&>(node_)) != 0) return paused();
       }
     }
     return this->more(0);
@@ -1065,8 +1081,9 @@ class runner final
     return step_result::more;
   }
 
-  /// One input element; false: the graph is cancelled.
-  template <class E = InE>
+  /// One input element; false: the graph is cancelled. Sample: measure its
+  /// latency here (sample_each); a tagged one is measured here always.
+  template <bool Sample = false, class E = InE>
     requires(!std::is_void_v<E>)
   bool take(E& v) noexcept {
     if constexpr (Tagged) {
@@ -1084,7 +1101,7 @@ class runner final
       if constexpr (tags) end_item();
       return go;
     } else {
-      if constexpr (measures_latency) sample(v);
+      if constexpr (Sample && measures_latency) sample(v);
       return element([&] { node_.consume(v); }, nullptr);
     }
   }
@@ -1095,14 +1112,72 @@ class runner final
       this->fail(std::current_exception());  // out of memory while parking
     }
   }
+  /// A run of n >= 1 input elements; returns how many it took and
+  /// destroyed (drain_pass, spsc_ring::take_runs). A runner with an outlet counts them down in
+  /// left_, which a park sets to 1 (halt_into): one subtract and branch per
+  /// element, where a pointer test and the parked flag's were two each. A
+  /// sink, which cannot park, walks the pointers.
+  template <bool Sample>
+  std::size_t take_run(InE* first, std::size_t n, bool& failed) noexcept {
+    InE* p = first;
+    if constexpr (is_sink) {
+      for (InE* end = first + n; p != end;) {
+        const bool ok = take<Sample>(*p);
+        if constexpr (!std::is_trivially_destructible_v<InE>) std::destroy_at(p);
+        ++p;
+        if (!ok) [[unlikely]] {
+          failed = true;
+          break;
+        }
+      }
+    } else {
+      if (this->out_.blocked()) return 0;  // parked by the last element of the run before
+      auto& left = this->left_;
+      left = n;
+      do {
+        if (!take<Sample>(*p)) [[unlikely]] {
+          failed = true;
+          left = 1;
+        }
+        std::destroy_at(p++);
+      } while (--left != 0);
+    }
+    return static_cast<std::size_t>(p - first);
+  }
+
   template <class T>
   void sample(const T& v) noexcept {
     // Counted down in memory: one subtract that sets the flags and a branch
     // per element (a count up compared with sample_every_ was five).
     if (--sample_left_ == 0) {
       sample_left_ = sample_every_;
-      latency_->record(stream::now() - static_cast<std::uint64_t>(v.stamp));
+      record_latency(v);
     }
+  }
+  template <class T>
+  void record_latency(const T& v) noexcept {
+    latency_->record(stream::now() - static_cast<std::uint64_t>(v.stamp));
+  }
+  /// A sink of bare stamped values that measures one element in at least
+  /// drain_chunk does so per run, not per element: the element due
+  /// (sample_left_ == 1) is measured as the run's first, before it is
+  /// taken, and a run ends before the next one due. Returns the run's new
+  /// bound; drain_pass then counts what the run took. One in fewer is
+  /// measured per element (sample_each: short runs would cost more).
+  bool sample_each() const noexcept {
+    if constexpr (measures_latency && !Tagged) return sample_every_ < tuning::drain_chunk;
+    else return false;
+  }
+  template <class Ring>
+  std::size_t sample_cap(Ring& ring, std::size_t max) noexcept {
+    if (max == 0) return 0;
+    if (sample_left_ == 1) {
+      const auto* v = ring.front();
+      if (v == nullptr) return 0;  // empty
+      record_latency(*v);
+      sample_left_ = sample_every_ + 1;  // this one is taken next
+    }
+    return std::min(max, sample_left_ - 1);
   }
 
   step_result drain() noexcept {
@@ -1202,21 +1277,35 @@ class runner final
               continue;
             }
           }
-          const auto got = ring.consume(max, [&](InE& v) noexcept {
-            if constexpr (Aligned && records) {
-              if (record && !keep(v)) [[unlikely]] {
+          const bool each = sample_each();
+          if constexpr (measures_latency && !Tagged)
+            if (!each) max = sample_cap(ring, max);
+          std::size_t got;
+          if (!holds && !record) {
+            got = each ? ring.take_runs(
+                             max, [&](InE* first, std::size_t n) noexcept { return take_run<true>(first, n, failed); })
+                       : ring.take_runs(max, [&](InE* first, std::size_t n) noexcept {
+                           return take_run<false>(first, n, failed);
+                         });
+          } else {
+            got = ring.consume(max, [&](InE& v) noexcept {
+              if constexpr (Aligned && records) {
+                if (record && !keep(v)) [[unlikely]] {
+                  failed = true;
+                  return false;
+                }
+              }
+              if (!(each ? take<true>(v) : take<false>(v))) {
                 failed = true;
                 return false;
               }
-            }
-            if (!take(v)) {
-              failed = true;
-              return false;
-            }
-            if constexpr (holds) return !this->out_.blocked() && !held();
-            else return !this->out_.blocked();
-          });
+              if constexpr (holds) return !this->out_.blocked() && !held();
+              else return !this->out_.blocked();
+            });
+          }
           in += got;
+          if constexpr (measures_latency && !Tagged)
+            if (!each) sample_left_ -= got;
           if (got != 0) any = true;
           if (failed) return this->end(false);
           if (timed)
@@ -1272,7 +1361,7 @@ class runner final
   stamper_type stamp_;
   std::uint64_t markers_seen_ = 0;
   std::size_t sample_every_;
-  std::size_t sample_left_ = sample_every_;  // elements until the next sample
+  std::size_t sample_left_ = sample_every_;  // elements taken until the next measured one, it included
   std::unique_ptr<stream::latency_histogram> latency_;
 };
 

@@ -166,9 +166,7 @@ class chain : public stream::node<typename std::tuple_element_t<0, std::tuple<Ns
     const bool going = first.produce();
     using first_out = stream::emitter<typename first_type::out_type>;
     if (auto& at = detail::node_access::resume_at(static_cast<first_out&>(first)); at != 0) {
-      if constexpr (!is_sink)
-        detail::node_access::resume_at(static_cast<stream::emitter<typename last_type::out_type>&>(*this)) =
-            std::exchange(at, 0);
+      if constexpr (!is_sink) this->pause_until(std::exchange(at, 0));
       else
         throw std::logic_error{
             "troupe::chain: a chain from a source to a sink cannot pause (pause_until); "

@@ -93,7 +93,10 @@ class emitter {
   /// Sources: produce() is not called again before stream::now() reaches
   /// `t` (a paced source); on the pool its worker runs other work meanwhile,
   /// and a timer brings it back.
-  void pause_until(std::uint64_t t) noexcept { resume_at_ = t; }
+  void pause_until(std::uint64_t t) noexcept {
+    resume_at_ = t;
+    if (halt_ != nullptr) *halt_ = 1;  // the runner's loop stops after this element
+  }
   /// Punctuated watermark: every element this node sends from now on has a
   /// time of at least `t` (stream/watermark.hpp); a value not above the last
   /// one is ignored. Only for nodes that declare
@@ -110,6 +113,7 @@ class emitter {
   friend struct troupe::detail::node_access;
   troupe::detail::emit_target<Out>* out_ = nullptr;
   std::uint64_t resume_at_ = 0;
+  std::size_t* halt_ = nullptr;  // a source's count of elements left in its batch (runner.hpp, produce)
   bool emits_watermarks_ = false;
 };
 template <>

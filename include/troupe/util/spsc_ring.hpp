@@ -70,11 +70,9 @@ class spsc_ring {
   [[nodiscard]] bool try_emplace(Args&&... args) {
     std::size_t t;
     if (!place(t, std::forward<Args>(args)...)) return false;
-    // publish_pending(), and an empty window: the next unpublished push
-    // opens it (a ring used only this way never does).
-    published_ = t;
-    publish_at_ = t + group_;
-    tail_.store(t, std::memory_order_release);
+    // An empty window: the next unpublished push opens it (a ring used
+    // only this way never does).
+    store_tail(t);
     win_.end = win_.cur;
     return true;
   }
@@ -122,13 +120,26 @@ class spsc_ring {
   }
   /// Producer. publish() when some values are known to be unpublished (a
   /// group is due): without its test.
-  void publish_pending() noexcept {
-    const auto t = next();
+  void publish_pending() noexcept { publish_to(next()); }
+  /// Producer. publish_pending() where the caller has the producer's index
+  /// `t` (place_at_window_end's result).
+  void publish_to(std::size_t t) noexcept {
+    TROUPE_ASSERT(t == next(), "publish_to: not the producer's index");
     TROUPE_ASSERT(published_ < t, "publish_pending: nothing to publish");
-    published_ = t;
-    publish_at_ = t + group_;
-    tail_.store(t, std::memory_order_release);
+    store_tail(t);
     open_window(t);
+  }
+  /// Producer. The push where the window ends, for a caller that publishes
+  /// the groups it completes (publish_to): 0 when full, else the producer's
+  /// index after it. When that index completes a group (group_due_at), the
+  /// window stays empty for publish_to to open; each window index and test
+  /// is computed once.
+  template <class... Args>
+  [[gnu::noinline]] std::size_t place_at_window_end(Args&&... args) {
+    std::size_t t;
+    if (!place(t, std::forward<Args>(args)...)) return 0;
+    if (t < publish_at_) open_window(t);
+    return t;
   }
   /// Producer. Values pushed and not yet published.
   std::size_t unpublished() const noexcept { return next() - published_; }
@@ -141,7 +152,9 @@ class spsc_ring {
   }
   /// Producer. unpublished() >= the group size. Only a push at the window's
   /// end can make it true (R4): the producer tests it after those.
-  bool group_due() const noexcept { return next() >= publish_at_; }
+  bool group_due() const noexcept { return group_due_at(next()); }
+  /// group_due() where the producer's index is known to be `t`.
+  bool group_due_at(std::size_t t) const noexcept { return t >= publish_at_; }
   /// Producer. Values pushed (published or not) and not yet consumed.
   std::size_t pushed_size() const noexcept { return next() - head_.load(std::memory_order_acquire); }
   /// Producer. Values pushed since the ring was made (published or not).
@@ -187,12 +200,8 @@ class spsc_ring {
   template <class F>
   std::size_t consume(std::size_t max, F&& f) noexcept {
     const auto h = head_.load(std::memory_order_relaxed);
-    if (h == cached_tail_) {
-      cached_tail_ = tail_.load(std::memory_order_acquire);
-      if (h == cached_tail_) return 0;
-    }
-    TROUPE_ASSERT(cached_tail_ - h <= mask_ + 1, "R1: more published values than the ring holds");
-    const std::size_t n = cached_tail_ - h < max ? cached_tail_ - h : max;
+    const std::size_t n = readable(h, max);
+    if (n == 0) return 0;
     // Walked as one or two runs of adjacent slots: a pointer and one test
     // per value, no index arithmetic.
     const std::size_t first = before_wrap(h & mask_, n);
@@ -216,6 +225,31 @@ class spsc_ring {
       if (!go) break;
     }
     const std::size_t taken = before + static_cast<std::size_t>(p - run);
+    head_.store(h + taken, std::memory_order_release);
+    return taken;
+  }
+
+  /// Consumer. Like consume, with the producer's index read only when the
+  /// cached one says empty, but f(T* first, std::size_t n) gets one or two
+  /// runs of adjacent values (n >= 1), oldest first, and returns how many
+  /// of the run it took, from `first` on, and destroyed (each right after
+  /// its use, while it is in cache and a moved-from value's destructor is
+  /// known to be trivial); fewer than n ends the call. Returns how many
+  /// were taken. f must not throw.
+  template <class F>
+  std::size_t take_runs(std::size_t max, F&& f) noexcept {
+    const auto h = head_.load(std::memory_order_relaxed);
+    const std::size_t n = readable(h, max);
+    if (n == 0) return 0;
+    const std::size_t at = h & mask_;
+    const std::size_t first = before_wrap(at, n);
+    std::size_t taken = f(std::launder(slot_ptr(at)), first);
+    TROUPE_ASSERT(taken <= first, "take_runs: f took more than its run");
+    if (taken == first && n != first) {
+      const std::size_t more = f(std::launder(slot_ptr(0)), n - first);
+      TROUPE_ASSERT(more <= n - first, "take_runs: f took more than its run");
+      taken += more;
+    }
     head_.store(h + taken, std::memory_order_release);
     return taken;
   }
@@ -268,9 +302,26 @@ class spsc_ring {
   /// Slot i's storage as a T* (the slots are one array of T-sized, T-aligned
   /// cells: runs of them are contiguous arrays of T).
   T* slot_ptr(std::size_t i) noexcept { return reinterpret_cast<T*>(slots_[i].bytes); }
+  /// Consumer. Of up to `max` values from index h, how many are published,
+  /// by the cached view of the producer's index, read again only when that
+  /// says empty.
+  std::size_t readable(std::size_t h, std::size_t max) noexcept {
+    if (h == cached_tail_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h == cached_tail_) return 0;
+    }
+    TROUPE_ASSERT(cached_tail_ - h <= mask_ + 1, "R1: more published values than the ring holds");
+    return cached_tail_ - h < max ? cached_tail_ - h : max;
+  }
   /// Of a run of n slots from slot `at`, how many come before the ring wraps.
   std::size_t before_wrap(std::size_t at, std::size_t n) const noexcept {
     return n < mask_ + 1 - at ? n : mask_ + 1 - at;
+  }
+  /// Producer. Publishes up to index t (the three stores of a publish).
+  void store_tail(std::size_t t) noexcept {
+    published_ = t;
+    publish_at_ = t + group_;
+    tail_.store(t, std::memory_order_release);
   }
   /// Producer. The index of the next push: where the window's cursor is.
   std::size_t next() const noexcept {
