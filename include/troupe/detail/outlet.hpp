@@ -81,9 +81,9 @@ class emit_target {
     settle();
     return std::exchange(sent_, 0);
   }
-  /// Where parking zeroes a source's count of elements left in its batch
-  /// (runner.hpp, produce): the source's loop tests that one count instead
-  /// of the count, the outlet's parked flag and its pause.
+  /// Where a park cuts the producing runner's count of elements left (a
+  /// source's batch, a consumer's run; runner.hpp) to the one in progress:
+  /// its loop tests that one count instead of the count and the parked flag.
   void halt_into(std::size_t* left) noexcept { halt_ = left; }
   /// Before its pushes become visible, the outlet stores `c`'s items out
   /// (c.total + what `by` has sent since its last take_sent; channel.hpp, C9).

@@ -671,10 +671,11 @@ class runner_core : public runner_base, public input_side<InE> {
   Outlet out_;
   decltype(std::declval<const Outlet&>().blocked_on()) blocked_on_ = nullptr;
   std::size_t batch_;
-  // A source's elements left in its batch, counted down in memory: parking
-  // (halt_into) and pause_until set it to 1 (the element in progress), so
-  // that its loop tests this one count per element instead of a count, the
-  // parked flag and the pause.
+  // A source's elements left in its batch, or a consumer's in its run
+  // (take_run), counted down in memory: parking (halt_into) and
+  // pause_until set it to 1 (the element in progress), so that the loop
+  // tests this one count per element instead of a count, the parked flag
+  // and the pause.
   std::size_t left_ = 0;
   unsigned blocked_polls_ = 0;  // polls since the last full batch
   phase phase_ = phase::fresh;
@@ -1113,10 +1114,10 @@ class runner final
     }
   }
   /// A run of n >= 1 input elements; returns how many it took and
-  /// destroyed (drain_pass, spsc_ring::take_runs). A runner with an outlet counts them down in
-  /// left_, which a park sets to 1 (halt_into): one subtract and branch per
-  /// element, where a pointer test and the parked flag's were two each. A
-  /// sink, which cannot park, walks the pointers.
+  /// destroyed (drain_pass, spsc_ring::take_runs). A runner with an outlet
+  /// counts them down in left_, which a park sets to 1 (halt_into): one
+  /// subtract and branch per element, where a pointer test and the parked
+  /// flag's were two each. A sink, which cannot park, walks the pointers.
   template <bool Sample>
   std::size_t take_run(InE* first, std::size_t n, bool& failed) noexcept {
     InE* p = first;
@@ -1158,16 +1159,17 @@ class runner final
   void record_latency(const T& v) noexcept {
     latency_->record(stream::now() - static_cast<std::uint64_t>(v.stamp));
   }
-  /// A sink of bare stamped values that measures one element in at least
-  /// drain_chunk does so per run, not per element: the element due
-  /// (sample_left_ == 1) is measured as the run's first, before it is
-  /// taken, and a run ends before the next one due. Returns the run's new
-  /// bound; drain_pass then counts what the run took. One in fewer is
-  /// measured per element (sample_each: short runs would cost more).
+  /// A sink of bare stamped values that measures one element in fewer than
+  /// drain_chunk does so per element (take<true>); runs that short would
+  /// cost more than the test (sample_cap).
   bool sample_each() const noexcept {
     if constexpr (measures_latency && !Tagged) return sample_every_ < tuning::drain_chunk;
     else return false;
   }
+  /// Otherwise it measures per run, not per element: the element due
+  /// (sample_left_ == 1) is measured as the run's first, before it is
+  /// taken, and a run ends before the next one due. Returns the run's new
+  /// bound; drain_pass then counts what the run took.
   template <class Ring>
   std::size_t sample_cap(Ring& ring, std::size_t max) noexcept {
     if (max == 0) return 0;
