@@ -164,11 +164,12 @@ class emit_target {
       if (fast_ != nullptr) return sent_ + (t - mark_);
     return sent_;
   }
+  /// Folds the one channel's pushes since mark_ into sent_.
   void settle() noexcept {
     if constexpr (counts_by_index) {
       if (fast_ == nullptr) return;
       const auto t = fast_->ring.pushed_total();
-      sent_ += t - mark_;
+      sent_ = sent_at(t);
       mark_ = t;
     }
   }

@@ -93,7 +93,7 @@ class spsc_ring {
       ++win_.cur;
       return true;
     }
-    return emplace_at_window_end(std::forward<Args>(args)...);
+    return place_at_window_end(std::forward<Args>(args)...) != 0;
   }
   /// Producer. Moves up to `n` values from `from` into the ring, unpublished
   /// (as try_emplace_unpublished, in order); returns how many fit. A run of
@@ -129,16 +129,18 @@ class spsc_ring {
     store_tail(t);
     open_window(t);
   }
-  /// Producer. The push where the window ends, for a caller that publishes
-  /// the groups it completes (publish_to): 0 when full, else the producer's
-  /// index after it. When that index completes a group (group_due_at), the
-  /// window stays empty for publish_to to open; each window index and test
-  /// is computed once.
+  /// Producer. The push where the window ends (try_emplace_unpublished's
+  /// slow path; outlets call it directly, then publish_to): 0 when full,
+  /// else the producer's index after it. When that index completes a group
+  /// (group_due_at), the next window is empty until a publish opens one
+  /// (R4), so it is set empty without computing it; each window index and
+  /// test is computed once.
   template <class... Args>
   [[gnu::noinline]] std::size_t place_at_window_end(Args&&... args) {
     std::size_t t;
     if (!place(t, std::forward<Args>(args)...)) return 0;
     if (t < publish_at_) open_window(t);
+    else win_.end = win_.cur;
     return t;
   }
   /// Producer. Values pushed and not yet published.
@@ -340,14 +342,6 @@ class spsc_ring {
     std::size_t e = std::min(limit_, lap_ + mask_ + 1);
     if (publish_at_ - 1 < e) e = publish_at_ - 1;
     win_.end = e > t ? win_.cur + (e - t) : win_.cur;
-  }
-  /// Producer. A push where the window ends (place), then the next window.
-  template <class... Args>
-  [[gnu::noinline]] bool emplace_at_window_end(Args&&... args) {
-    std::size_t t;
-    if (!place(t, std::forward<Args>(args)...)) return false;
-    open_window(t);
-    return true;
   }
   /// Producer. A push with every test: re-reads the consumer's index when
   /// the cached one says full, moves to the next lap at the end of the
